@@ -1,0 +1,62 @@
+/**
+ * The closed set of protocol error codes. The Python module (`oduflow_job.py`)
+ * raises and returns exactly these codes, and the shared fixtures name them,
+ * so a code is part of the wire contract: add, never rename.
+ */
+export const PROTOCOL_ERROR_CODES = [
+  // identities and request fields
+  'invalid_request_id',
+  'invalid_minion_id',
+  'invalid_jid',
+  'invalid_profile',
+  'invalid_state_digest',
+  // canonical JSON and custom high data
+  'non_canonical_json',
+  'unsupported_json_value',
+  'invalid_high_data',
+  'high_data_too_large',
+  'high_data_too_deep',
+  'forbidden_key',
+  // answers from the minion
+  'invalid_receipt',
+  'invalid_status_answer',
+  'invalid_capabilities',
+  'binding_conflict',
+  // master request state machine
+  'illegal_transition',
+  // refusals the minion module sends back as error answers
+  'forbidden_option',
+  'execution_busy',
+  'unsafe_store',
+  'malformed_store',
+  'unsupported_runtime',
+  'internal_error',
+] as const;
+
+export type ProtocolErrorCode = (typeof PROTOCOL_ERROR_CODES)[number];
+
+const MARKER = Symbol.for('oduflow.protocol.error');
+
+export function isProtocolErrorCode(value: unknown): value is ProtocolErrorCode {
+  return typeof value === 'string' && (PROTOCOL_ERROR_CODES as readonly string[]).includes(value);
+}
+
+/**
+ * The one error type of `@oduflow/protocol`. Messages describe what was wrong
+ * in operator terms and never echo the offending input (it may hold secrets).
+ */
+export class ProtocolError extends Error {
+  readonly [MARKER] = true;
+  override readonly name = 'ProtocolError';
+  readonly code: ProtocolErrorCode;
+
+  constructor(code: ProtocolErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+
+  /** True for a ProtocolError from any copy of this package (duplicated installs included). */
+  static isInstance(error: unknown): error is ProtocolError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+  }
+}

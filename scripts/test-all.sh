@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `npm test`: installs what it needs, then builds, type-checks, lints (publint +
+# attw) and runs every suite, TypeScript and Python. Ends with one line
+# totalling all of them: `N passed, M failed`.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false NX_SKIP_NX_CACHE=${NX_SKIP_NX_CACHE:-} FORCE_COLOR=0
+results=$root/.test-results
+rm -rf "$results" && mkdir -p "$results"
+steps=$results/steps.tsv
+: > "$steps"
+
+step() { # name, command...
+  local name=$1; shift
+  echo "::: $name" >&2
+  "$@"
+  local rc=$?
+  printf '%s\t%s\n' "$name" "$rc" >> "$steps"
+  return $rc
+}
+
+step install-node bash scripts/ensure-node.sh || { node scripts/summarize-tests.mjs "$results"; exit 1; }
+step install-python bash scripts/ensure-python.sh || { node scripts/summarize-tests.mjs "$results"; exit 1; }
+step build npx nx run-many -t build --outputStyle=static
+step typecheck npx nx run-many -t typecheck --outputStyle=static
+step lint npx nx run-many -t lint --outputStyle=static
+step vitest npx nx run-many -t test --parallel=1 --outputStyle=static
+step pytest "$root/.venv/bin/python" -m pytest -p no:cacheprovider --junitxml="$results/pytest.xml" -q
+node scripts/summarize-tests.mjs "$results"
