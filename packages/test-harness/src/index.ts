@@ -1,1 +1,3 @@
-export {};
+export * from './fixtures.js';
+export * from './store-conformance.js';
+export * from './topology.js';
