@@ -7,4 +7,6 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // The CJS build needs import.meta.url to find build/Release/receipt_store.node.
+  shims: true,
 });
