@@ -21,6 +21,7 @@ export const PROTOCOL_ERROR_CODES = [
   'invalid_receipt',
   'invalid_status_answer',
   'invalid_capabilities',
+  'invalid_error_answer',
   'binding_conflict',
   // master request state machine
   'illegal_transition',

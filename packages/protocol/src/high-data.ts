@@ -1,1 +1,158 @@
-export {};
+import { createHash } from 'node:crypto';
+import { type JsonValue, canonicalJson, parseCanonicalJson } from './canonical-json.js';
+import { MAX_HIGH_DATA_BYTES, MAX_HIGH_DATA_DEPTH } from './constants.js';
+import { ProtocolError } from './errors.js';
+
+/** One Salt state body: `{ "<module>": ["<function>", {arg}, ...] }` or `{ "<module>.<function>": [{arg}, ...] }`. */
+export type StateBody = { [moduleOrFunction: string]: JsonValue[] };
+/** Custom high data: state ids → state bodies. */
+export type HighData = { [stateId: string]: StateBody };
+
+/**
+ * The SHA-256 digest that binds a `custom` request to its high data, computed
+ * from `state_data_json` as received, after the checks of
+ * docs/protocol-rules.md in their order (the first failing check names the code):
+ * type, size, depth on the raw text, canonical form, forbidden keys, structure.
+ */
+export function stateDigest(stateDataJson: unknown): string {
+  if (typeof stateDataJson !== 'string') {
+    throw new ProtocolError('invalid_high_data', 'state data must be a JSON text');
+  }
+  assertSizeWithinLimit(utf8ByteLength(stateDataJson));
+  assertDepthWithinLimit(textNestingDepth(stateDataJson));
+  const value = parseCanonicalJson(stateDataJson);
+  assertNoForbiddenKeys(value);
+  assertHighDataShape(value);
+  return createHash('sha256').update(stateDataJson, 'utf8').digest('hex');
+}
+
+/**
+ * Checks caller-supplied high data before the master serializes it. The depth
+ * is checked first so that a hostile, deeply nested value never reaches the
+ * recursive serializer; then the domain, the canonical size, forbidden keys
+ * and structure, as for `stateDigest`.
+ */
+export function validateHighData(value: unknown): HighData {
+  assertDepthWithinLimit(valueNestingDepth(value, MAX_HIGH_DATA_DEPTH));
+  const text = canonicalJson(value);
+  assertSizeWithinLimit(utf8ByteLength(text));
+  const json = value as JsonValue;
+  assertNoForbiddenKeys(json);
+  assertHighDataShape(json);
+  return json;
+}
+
+function assertSizeWithinLimit(bytes: number): void {
+  if (bytes > MAX_HIGH_DATA_BYTES) {
+    throw new ProtocolError('high_data_too_large', `high data exceeds ${MAX_HIGH_DATA_BYTES} bytes of canonical JSON`);
+  }
+}
+
+function assertDepthWithinLimit(depth: number): void {
+  if (depth > MAX_HIGH_DATA_DEPTH) {
+    throw new ProtocolError('high_data_too_deep', `high data nests deeper than ${MAX_HIGH_DATA_DEPTH} levels`);
+  }
+}
+
+/** UTF-8 length as Python's `encode("utf-8", "surrogatepass")` counts it: a lone surrogate is 3 bytes. */
+function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const unit = text.charCodeAt(index);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && isLowSurrogate(text.charCodeAt(index + 1))) {
+      bytes += 4;
+      index += 1;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+function isLowSurrogate(unit: number): boolean {
+  return unit >= 0xdc00 && unit <= 0xdfff;
+}
+
+/**
+ * Maximum bracket nesting of a JSON text, scanned without parsing so that no
+ * parser's recursion limit decides anything. Brackets inside string literals
+ * do not count; a string ends at the next `"` not escaped by `\`.
+ */
+function textNestingDepth(text: string): number {
+  let depth = 0;
+  let maxDepth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text[index];
+    if (inString) {
+      if (char === '\\') index += 1;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === '{' || char === '[') {
+      depth += 1;
+      if (depth > maxDepth) maxDepth = depth;
+    } else if (char === '}' || char === ']') depth -= 1;
+  }
+  return maxDepth;
+}
+
+/**
+ * Nesting depth of a value (a scalar is 0, the top-level container 1),
+ * walked level by level and abandoned once past `limit`, so that cycles end,
+ * shared sub-objects are visited once per level and nothing recurses.
+ */
+function valueNestingDepth(value: unknown, limit: number): number {
+  let level = new Set<object>();
+  if (typeof value === 'object' && value !== null) level.add(value);
+  let depth = 0;
+  while (level.size > 0 && depth <= limit) {
+    depth += 1;
+    const next = new Set<object>();
+    for (const container of level) {
+      for (const child of Object.values(container)) {
+        if (typeof child === 'object' && child !== null) next.add(child);
+      }
+    }
+    level = next;
+  }
+  return depth;
+}
+
+function isForbiddenKey(key: string): boolean {
+  // `__env__`, `__sls__`, `__pub_*` would be injected into Salt's own
+  // bookkeeping; `parallel` would fork the state out of the wrapper's control.
+  return key.startsWith('__') || key === 'parallel';
+}
+
+function assertNoForbiddenKeys(value: JsonValue): void {
+  const pending: JsonValue[] = [value];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (Array.isArray(next)) pending.push(...next);
+    else if (typeof next === 'object' && next !== null) {
+      for (const [key, child] of Object.entries(next)) {
+        if (isForbiddenKey(key)) {
+          throw new ProtocolError('forbidden_key', 'high data uses a reserved key (one starting with "__", or "parallel")');
+        }
+        pending.push(child);
+      }
+    }
+  }
+}
+
+function isJsonObject(value: JsonValue): value is { [key: string]: JsonValue } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function assertHighDataShape(value: JsonValue): asserts value is HighData {
+  if (!isJsonObject(value) || Object.keys(value).length === 0) {
+    throw new ProtocolError('invalid_high_data', 'high data must be a non-empty object of state ids');
+  }
+  for (const body of Object.values(value)) {
+    if (!isJsonObject(body) || Object.keys(body).length === 0) {
+      throw new ProtocolError('invalid_high_data', 'each state must be a non-empty object');
+    }
+    if (!Object.values(body).every(Array.isArray)) {
+      throw new ProtocolError('invalid_high_data', 'each state entry must map to a list of function arguments');
+    }
+  }
+}
