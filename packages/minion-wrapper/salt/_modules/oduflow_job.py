@@ -1,0 +1,975 @@
+"""
+oduflow_job: managed state applies with durable, JID-bound minion receipts.
+
+Protocol 1 (docs/wire-contract.md, docs/protocol-rules.md). The master
+publishes ``oduflow_job.run(request_id, profile, state_data_json)`` once under
+a JID it chose and persisted; this module claims the publication on disk,
+runs the state, and commits a reduced receipt before control returns to Salt,
+so the outcome survives a return that Salt loses on its way to the master.
+``oduflow_job.status`` reads that evidence back.
+
+Salt-callable functions:
+
+- ``capabilities()``: ``{"protocol": 1, "module_version", "salt_version"}``.
+- ``run(request_id, profile, state_data_json)``: the terminal receipt.
+- ``status(request_id, jid, profile, state_digest="")``: a status answer.
+
+Refusals come back as ``{"protocol": 1, "error": <code>, "message": <text>}``
+with retcode 1; no message ever repeats what the caller sent.
+
+The file depends on the Python standard library and, inside functions only,
+on the Salt runtime that loads it, so the validation helpers can be imported
+and tested anywhere.
+"""
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import secrets
+import stat
+
+__version__ = "1.0.0"
+
+log = logging.getLogger(__name__)
+
+PROTOCOL = 1
+PINNED_SALT_VERSION = "3006.27"
+DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
+RECEIPT_DIR_OPTION = "oduflow_receipt_dir"
+
+PROFILE_ROLES = {
+    "configure": "roles.client_stack",
+    "production": "roles.client_production",
+    "volume_resize": "roles.client_storage_resize",
+    "credentials": "roles.client_credentials",
+}
+CUSTOM_PROFILE = "custom"
+PROFILES = (*PROFILE_ROLES, CUSTOM_PROFILE)
+
+TERMINAL_STATUSES = ("succeeded", "failed", "unknown")
+ANSWER_STATUSES = ("not_started", "running", *TERMINAL_STATUSES)
+BINDING_FIELDS = ("minion_id", "request_id", "jid", "profile", "state_digest")
+ANSWER_FIELDS = frozenset(("protocol", *BINDING_FIELDS, "status", "passed", "total"))
+JID_INDEX_FIELDS = frozenset(("protocol", *BINDING_FIELDS))
+
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_HIGH_DATA_BYTES = 64 * 1024
+MAX_HIGH_DATA_DEPTH = 32
+# A store file holds one small canonical JSON object; anything bigger is not ours.
+MAX_STORE_FILE_BYTES = 4096
+
+# Every state call is synchronous, in this process, never queued, never
+# beside another state run, never in test mode, never publishing per-state
+# events (DESIGN section 4).
+STATE_CALL_OPTIONS = {
+    "test": False,
+    "queue": False,
+    "concurrent": False,
+    "state_events": False,
+}
+
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+_UUID_RE = re.compile(_UUID)
+_MINION_ID_RE = re.compile("client-" + _UUID)
+_JID_RE = re.compile("[0-9]{20}")
+_SHA256_RE = re.compile("[0-9a-f]{64}")
+_TEMP_RE = re.compile(r"\.[^/]+\.[0-9a-f]{16}\.tmp")
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class ProtocolError(Exception):
+    """A refusal with a protocol error code (packages/protocol/src/errors.ts)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# ---------------------------------------------------------------------------
+# Identities
+
+
+def _validate_request_id(value):
+    """Return ``value`` if it is a canonical RFC 9562 UUID string."""
+    if not _matches(_UUID_RE, value):
+        raise ProtocolError(
+            "invalid_request_id",
+            "request id must be a lowercase RFC 9562 UUID (version 1-8)",
+        )
+    return value
+
+
+def _validate_minion_id(value):
+    """Return ``value`` if it is ``client-`` followed by a canonical UUID."""
+    if not _matches(_MINION_ID_RE, value):
+        raise ProtocolError(
+            "invalid_minion_id",
+            'minion id must be "client-" followed by a lowercase RFC 9562 UUID',
+        )
+    return value
+
+
+def _validate_jid(value):
+    """Return ``value`` if it is a string of exactly 20 ASCII digits."""
+    if not _matches(_JID_RE, value):
+        raise ProtocolError(
+            "invalid_jid", "JID must be a string of exactly 20 ASCII digits"
+        )
+    return value
+
+
+def _validate_profile(value):
+    if type(value) is not str or value not in PROFILES:
+        raise ProtocolError(
+            "invalid_profile", "profile must be one of: " + ", ".join(PROFILES)
+        )
+    return value
+
+
+def _validate_state_digest(profile, value):
+    if not _digest_fits(profile, value):
+        raise ProtocolError(
+            "invalid_state_digest",
+            'state digest must be "" for a fixed role and 64 lowercase hex for custom',
+        )
+    return value
+
+
+def _digest_fits(profile, digest):
+    if profile == CUSTOM_PROFILE:
+        return _matches(_SHA256_RE, digest)
+    return type(digest) is str and digest == ""
+
+
+# ---------------------------------------------------------------------------
+# Canonical JSON (RFC 8785 on the domain both languages serialize alike)
+
+
+def _canonical_json(value):
+    """Return the canonical serialization of ``value`` or raise ``unsupported_json_value``."""
+    parts = []
+    try:
+        _emit_canonical(value, parts)
+    except RecursionError:
+        raise ProtocolError(
+            "unsupported_json_value", "value is nested too deeply to serialize"
+        ) from None
+    return "".join(parts)
+
+
+def _emit_canonical(value, parts):
+    kind = type(value)
+    if value is None:
+        parts.append("null")
+    elif kind is bool:
+        parts.append("true" if value else "false")
+    elif kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        parts.append(str(value))
+    elif kind is str:
+        parts.append(_canonical_string(value))
+    elif kind is list:
+        parts.append("[")
+        for index, item in enumerate(value):
+            if index:
+                parts.append(",")
+            _emit_canonical(item, parts)
+        parts.append("]")
+    elif kind is dict:
+        keys = {key: _canonical_string(key) for key in value}
+        parts.append("{")
+        for index, key in enumerate(sorted(keys, key=_utf16_sort_key)):
+            if index:
+                parts.append(",")
+            parts.append(keys[key])
+            parts.append(":")
+            _emit_canonical(value[key], parts)
+        parts.append("}")
+    else:
+        raise _unsupported_json_value()
+
+
+def _canonical_string(text):
+    if type(text) is not str:
+        raise _unsupported_json_value()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _unsupported_json_value() from None
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _utf16_sort_key(key):
+    return key.encode("utf-16-be")
+
+
+def _unsupported_json_value():
+    return ProtocolError(
+        "unsupported_json_value",
+        "value is outside the canonical JSON domain "
+        "(objects, arrays, well-formed strings, booleans, null, safe integers)",
+    )
+
+
+def _parse_canonical_json(text):
+    """Return the value of ``text`` if ``text`` is exactly its canonical serialization."""
+    if type(text) is not str:
+        raise ProtocolError("non_canonical_json", "canonical JSON text must be a string")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ProtocolError("non_canonical_json", "text is not valid JSON") from None
+    try:
+        canonical = _canonical_json(value)
+    except ProtocolError:
+        raise ProtocolError(
+            "non_canonical_json", "text holds a value outside the canonical JSON domain"
+        ) from None
+    if canonical != text:
+        raise ProtocolError(
+            "non_canonical_json",
+            "text is not in canonical form (key order, whitespace, escapes or number spelling)",
+        )
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Custom high data
+
+
+def _state_digest(state_data_json):
+    """Return the SHA-256 hex digest binding custom high data, after every check."""
+    return _parse_high_data(state_data_json)[1]
+
+
+def _parse_high_data(text):
+    """Validate custom high data in the order of docs/protocol-rules.md; return (value, digest)."""
+    if type(text) is not str:
+        raise ProtocolError("invalid_high_data", "state data must be a JSON text")
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_HIGH_DATA_BYTES:
+        raise ProtocolError(
+            "high_data_too_large",
+            f"high data exceeds {MAX_HIGH_DATA_BYTES} bytes of canonical JSON",
+        )
+    if _text_nesting_depth(text) > MAX_HIGH_DATA_DEPTH:
+        raise ProtocolError(
+            "high_data_too_deep", f"high data nests deeper than {MAX_HIGH_DATA_DEPTH} levels"
+        )
+    value = _parse_canonical_json(text)
+    _reject_forbidden_keys(value)
+    _check_high_data_shape(value)
+    return value, hashlib.sha256(raw).hexdigest()
+
+
+def _text_nesting_depth(text):
+    """Maximum bracket nesting of a JSON text, ignoring brackets inside string literals."""
+    depth = max_depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            max_depth = max(max_depth, depth)
+        elif char in "]}":
+            depth -= 1
+    return max_depth
+
+
+def _reject_forbidden_keys(value):
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if type(item) is list:
+            pending.extend(item)
+        elif type(item) is dict:
+            for key, child in item.items():
+                if key.startswith("__") or key == "parallel":
+                    raise ProtocolError(
+                        "forbidden_key",
+                        'high data uses a reserved key (one starting with "__", or "parallel")',
+                    )
+                pending.append(child)
+
+
+def _check_high_data_shape(value):
+    if type(value) is not dict or not value:
+        raise ProtocolError(
+            "invalid_high_data", "high data must be a non-empty object of state ids"
+        )
+    for body in value.values():
+        if type(body) is not dict or not body:
+            raise ProtocolError("invalid_high_data", "each state must be a non-empty object")
+        if not all(type(entry) is list for entry in body.values()):
+            raise ProtocolError(
+                "invalid_high_data",
+                "each state entry must map to a list of function arguments",
+            )
+
+
+def _check_state_data(profile, state_data_json):
+    """Return (high data or None, state digest) for a validated profile."""
+    if profile == CUSTOM_PROFILE:
+        value, digest = _parse_high_data(state_data_json)
+        return _state_high_data(value), digest
+    if state_data_json != "":
+        raise ProtocolError("invalid_high_data", "a fixed-role profile takes no state data")
+    return None, ""
+
+
+def _state_high_data(value):
+    """Rewrite ``"<module>.<function>": [args]`` as ``"<module>": [args, "<function>"]``.
+
+    The SLS compiler does this for rendered files, but ``state.high`` does
+    not: Salt 3006.27's ``State.compile_high_data`` silently skips a dotted
+    declaration (it collects only string arguments as functions), which would
+    let a receipt count fewer states than the caller sent.
+    """
+    high = {}
+    for state_id, body in value.items():
+        declarations = {}
+        for key, args in body.items():
+            module, dot, function = key.partition(".")
+            if module in declarations:
+                raise ProtocolError(
+                    "invalid_high_data", "a state declares the same state module twice"
+                )
+            declarations[module] = [*args, function] if dot else args
+        high[state_id] = declarations
+    return high
+
+
+# ---------------------------------------------------------------------------
+# Reduction, receipts and status answers
+
+
+def _reduce_state_result(ret):
+    """Reduce a state return to {status, passed, total}; only proof gives a verdict."""
+    unknown = {"status": "unknown", "passed": 0, "total": 0}
+    if not isinstance(ret, dict) or not ret:
+        return unknown
+    passed = 0
+    for state in ret.values():
+        if not isinstance(state, dict) or "result" not in state:
+            return unknown
+        result = state["result"]
+        if type(result) is not bool:
+            return unknown
+        passed += result
+    total = len(ret)
+    return {
+        "status": "succeeded" if passed == total else "failed",
+        "passed": passed,
+        "total": total,
+    }
+
+
+def _validate_receipt(receipt, binding=None):
+    """Return ``receipt`` if it is a valid terminal receipt bound as ``binding`` says."""
+    if not _answer_is_valid(receipt, TERMINAL_STATUSES):
+        raise ProtocolError("invalid_receipt", "receipt does not match the protocol 1 schema")
+    _check_binding(receipt, binding or {}, "receipt")
+    return receipt
+
+
+def _validate_status_answer(answer, binding):
+    """Return ``answer`` if it is a valid status answer bound as ``binding`` says."""
+    if not _answer_is_valid(answer, ANSWER_STATUSES):
+        raise ProtocolError(
+            "invalid_status_answer", "status answer does not match the protocol 1 schema"
+        )
+    _check_binding(answer, binding, "status answer")
+    return answer
+
+
+def _answer_is_valid(value, statuses):
+    return (
+        type(value) is dict
+        and value.keys() == ANSWER_FIELDS
+        and _binding_fields_are_valid(value)
+        and type(value["status"]) is str
+        and value["status"] in statuses
+        and _is_count(value["passed"])
+        and _is_count(value["total"])
+        and _counts_fit(value["status"], value["passed"], value["total"])
+    )
+
+
+def _binding_fields_are_valid(value):
+    return (
+        type(value["protocol"]) is int
+        and value["protocol"] == PROTOCOL
+        and _matches(_MINION_ID_RE, value["minion_id"])
+        and _matches(_UUID_RE, value["request_id"])
+        and _matches(_JID_RE, value["jid"])
+        and value["profile"] in PROFILES
+        and _digest_fits(value["profile"], value["state_digest"])
+    )
+
+
+def _matches(pattern, value):
+    return type(value) is str and pattern.fullmatch(value) is not None
+
+
+def _is_count(value):
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _counts_fit(status, passed, total):
+    if status == "succeeded":
+        return total > 0 and passed == total
+    if status == "failed":
+        return total > 0 and passed < total
+    return passed == 0 and total == 0
+
+
+def _check_binding(value, binding, subject):
+    unknown = set(binding) - set(BINDING_FIELDS)
+    if unknown:
+        # A misspelt binding key would otherwise silently bind nothing.
+        raise TypeError("a binding may only name " + ", ".join(BINDING_FIELDS))
+    for field in BINDING_FIELDS:
+        if field in binding and binding[field] != value[field]:
+            raise ProtocolError(
+                "binding_conflict",
+                f"{subject} is bound to a different {field} than this request",
+            )
+
+
+# ---------------------------------------------------------------------------
+# The private store: no-follow traversal, owner/mode/link checks, atomic writes
+
+
+def _unsafe(message):
+    return ProtocolError("unsafe_store", message)
+
+
+def _malformed(message):
+    return ProtocolError("malformed_store", message)
+
+
+class _Store:
+    """The receipt store under one root, opened component by component without following links.
+
+    Layout (docs/wire-contract.md): ``jids/<jid>.json``, ``requests/<request_id>.json``,
+    ``locks/execution.lock``, ``locks/<request_id>.lock``. The root and its
+    subdirectories are owned by the effective uid with mode 0700, every file
+    has mode 0600 and exactly one link.
+    """
+
+    SUBDIRS = ("jids", "requests", "locks")
+
+    def __init__(self, dir_fds):
+        self._fds = dir_fds
+
+    @classmethod
+    def open(cls, root, create):
+        """Open the store, creating missing directories when ``create``; None if absent."""
+        names = _path_names(root)
+        fds = {}
+        parent = os.open("/", _DIR_FLAGS)
+        try:
+            for position, name in enumerate(names):
+                private = position == len(names) - 1
+                child = _open_dir(parent, name, create, private)
+                os.close(parent)
+                parent = child
+                if parent is None:
+                    return None
+            for name in cls.SUBDIRS:
+                fds[name] = _open_dir(parent, name, create, True)
+        except BaseException:
+            for fd in fds.values():
+                if fd is not None:
+                    os.close(fd)
+            raise
+        finally:
+            if parent is not None:
+                os.close(parent)
+        return cls(fds)
+
+    def close(self):
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def read(self, subdir, name):
+        """The parsed canonical JSON object stored as ``subdir/name``, or None if absent."""
+        dir_fd = self._fds[subdir]
+        if dir_fd is None:
+            return None
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _refused_open(exc) from None
+        try:
+            _check_file(fd)
+            data = os.read(fd, MAX_STORE_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(data) > MAX_STORE_FILE_BYTES:
+            raise _malformed("a receipt store file is larger than any protocol record")
+        try:
+            return _parse_canonical_json(data.decode("utf-8"))
+        except (UnicodeDecodeError, ProtocolError):
+            raise _malformed("a receipt store file is not canonical JSON") from None
+
+    def write(self, subdir, name, value):
+        """Atomically replace ``subdir/name``: exclusive temp, fsync, rename, fsync(dir)."""
+        dir_fd = self._fds[subdir]
+        data = _canonical_json(value).encode("utf-8")
+        temp = f".{name}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(temp, _NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(temp, dir_fd=dir_fd)
+            raise
+        os.close(fd)
+        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.fsync(dir_fd)
+
+    def remove_stale_temps(self):
+        """Delete temp files left by a killed writer; call only under the execution lock."""
+        for subdir in ("jids", "requests"):
+            dir_fd = self._fds[subdir]
+            for name in os.listdir(dir_fd):
+                if _TEMP_RE.fullmatch(name):
+                    os.unlink(name, dir_fd=dir_fd)
+            os.fsync(dir_fd)
+
+    def lock(self, name, blocking):
+        """Create (if needed) and flock ``locks/name`` exclusively; return its fd.
+
+        Raises BlockingIOError when ``blocking`` is false and another process holds it.
+        """
+        fd = _open_lock_file(self._fds["locks"], name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def is_locked(self, name):
+        """True while a living process holds ``locks/name``; the probe never creates it."""
+        dir_fd = self._fds["locks"]
+        if dir_fd is None:
+            return False
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise _refused_open(exc) from None
+        try:
+            _check_file(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            return False
+        finally:
+            os.close(fd)
+
+
+def _path_names(root):
+    """The components of an absolute store root other than ``/`` itself."""
+    if type(root) is str and os.path.isabs(root):
+        names = [name for name in os.path.normpath(root).split("/") if name]
+        if names:
+            return names
+    raise _unsafe("the receipt directory option must be an absolute path below /")
+
+
+def _open_dir(parent, name, create, private):
+    """Open directory ``name`` below ``parent`` without following links; check it.
+
+    ``private`` levels (the store root and its subdirectories) must be owned by
+    the effective uid with mode 0700. Ancestors must be owned by root or the
+    effective uid and not writable by others unless sticky. Returns None for a
+    missing directory when not ``create``.
+    """
+    created = False
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            return None
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+            created = True
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            raise _refused_open(exc) from None
+    except OSError as exc:
+        raise _refused_open(exc) from None
+    try:
+        info = os.fstat(fd)
+        if created:
+            os.fchmod(fd, 0o700)
+            os.fsync(parent)
+            info = os.fstat(fd)
+        if private:
+            if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o700:
+                raise _unsafe("a receipt store directory has the wrong owner or mode")
+        elif info.st_uid not in (0, os.geteuid()) or (
+            info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
+        ):
+            raise _unsafe("a directory above the receipt store is writable by another user")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refused_open(exc):
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return _unsafe("the receipt store path holds a symbolic link or a non-directory")
+    return _unsafe("the receipt store could not be opened")
+
+
+def _check_file(fd):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise _unsafe("a receipt store entry is not a regular file")
+    if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o600:
+        raise _unsafe("a receipt store file has the wrong owner or mode")
+    if info.st_nlink != 1:
+        raise _unsafe("a receipt store file has more than one link")
+
+
+def _open_lock_file(dir_fd, name):
+    try:
+        fd = os.open(name, _LOCK_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+    except FileExistsError:
+        try:
+            fd = os.open(name, _LOCK_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _refused_open(exc) from None
+    else:
+        os.fchmod(fd, 0o600)
+        os.fsync(dir_fd)
+    try:
+        _check_file(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_evidence(store, binding):
+    """The JID index and request record for ``binding``, each checked; (index, record)."""
+    index = store.read("jids", binding["jid"] + ".json")
+    if index is not None:
+        if not _jid_index_is_valid(index) or index["jid"] != binding["jid"]:
+            raise _malformed("a JID index in the receipt store is malformed")
+        _check_binding(index, binding, "the JID index")
+    record = store.read("requests", binding["request_id"] + ".json")
+    if record is not None:
+        if (
+            not _answer_is_valid(record, ANSWER_STATUSES[1:])
+            or record["request_id"] != binding["request_id"]
+        ):
+            raise _malformed("a request record in the receipt store is malformed")
+        _check_binding(record, binding, "the request record")
+    return index, record
+
+
+def _jid_index_is_valid(value):
+    return (
+        type(value) is dict
+        and value.keys() == JID_INDEX_FIELDS
+        and _binding_fields_are_valid(value)
+    )
+
+
+# ---------------------------------------------------------------------------
+# Raw-result suppression inside the isolated job worker
+
+
+def _check_runtime():
+    import salt.version
+
+    if salt.version.__version__ != PINNED_SALT_VERSION or __opts__.get("multiprocessing") is not True:
+        raise ProtocolError(
+            "unsupported_runtime",
+            f"managed applies need Salt {PINNED_SALT_VERSION} with multiprocessing enabled",
+        )
+
+
+@contextlib.contextmanager
+def _suppressed_raw_results(cachedir):
+    """Keep raw state returns inside this worker while the state runs.
+
+    ``state.sls`` writes the full return to ``<cachedir>/sls.p`` and the
+    compiled high data to ``<cachedir>/<name>.cache.p`` whatever the cache
+    options; those writes go to disposable in-memory streams and reads of those
+    paths are refused. ``State.event`` is silenced (per-state ``fire_event``
+    ignores ``state_events=False``) and ``State.call_parallel`` is refused
+    (parallel results are written below ``<cachedir>/<jid>/``). The patches are
+    process-wide, which is why ``run`` insists on ``multiprocessing: True``:
+    the worker is then a process of its own. Everything is restored on exit.
+    """
+    import salt.state
+    import salt.utils.files
+
+    cache_root = os.path.abspath(cachedir)
+    original_fopen = salt.utils.files.fopen
+    original_event = salt.state.State.event
+    original_call_parallel = salt.state.State.call_parallel
+
+    def guarded_fopen(*args, **kwargs):
+        path = args[0] if args else None
+        if isinstance(path, str) and _is_state_cache_path(path, cache_root):
+            mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+            if "w" in mode:
+                return io.BytesIO() if "b" in mode else io.StringIO()
+            raise PermissionError(
+                errno.EACCES, "state cache reads are refused during a managed apply"
+            )
+        return original_fopen(*args, **kwargs)
+
+    def silent_event(self, chunk_ret, length, fire_event=False):
+        return None
+
+    def refused_call_parallel(self, cdata, low, inject_globals):
+        raise RuntimeError("parallel states are refused during a managed apply")
+
+    salt.utils.files.fopen = guarded_fopen
+    salt.state.State.event = silent_event
+    salt.state.State.call_parallel = refused_call_parallel
+    try:
+        yield
+    finally:
+        salt.utils.files.fopen = original_fopen
+        salt.state.State.event = original_event
+        salt.state.State.call_parallel = original_call_parallel
+
+
+def _is_state_cache_path(path, cache_root):
+    full = os.path.abspath(path)
+    name = os.path.basename(full)
+    return os.path.dirname(full) == cache_root and (
+        name == "sls.p" or name.endswith(".cache.p")
+    )
+
+
+# ---------------------------------------------------------------------------
+# Salt-callable functions
+
+
+def _crash_point(name):
+    """Test seam at the durable boundaries of DESIGN section 6; does nothing.
+
+    Called at M1 (before the JID index), M2 (index written, request record
+    not), M3 (claim committed, state not called), M5 (state returned, receipt
+    not committed) and M6 (receipt committed, not yet returned). M4 is the
+    state run itself. Crash tests replace it in a forked worker to SIGKILL it.
+    """
+
+
+def _answer(work):
+    """Run ``work``; return its answer (retcode 0) or an error answer (retcode 1)."""
+    try:
+        answer = work()
+    except ProtocolError as exc:
+        __context__["retcode"] = 1
+        return {"protocol": PROTOCOL, "error": exc.code, "message": exc.message}
+    except Exception:  # pylint: disable=broad-except
+        log.exception("oduflow_job failed unexpectedly")
+        __context__["retcode"] = 1
+        return {
+            "protocol": PROTOCOL,
+            "error": "internal_error",
+            "message": "oduflow_job failed unexpectedly; see the minion log",
+        }
+    # The inner state call wrote its own retcode into the shared __context__.
+    __context__["retcode"] = 0
+    return answer
+
+
+def _refuse_caller_options(kwargs):
+    if any(not key.startswith("__pub_") for key in kwargs):
+        raise ProtocolError(
+            "forbidden_option", "oduflow_job takes no caller options or keyword arguments"
+        )
+
+
+def _store_root():
+    return __opts__.get(RECEIPT_DIR_OPTION, DEFAULT_RECEIPT_DIR)
+
+
+def capabilities():
+    """
+    Report the receipt protocol this minion speaks.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt 'client-*' oduflow_job.capabilities
+    """
+    import salt.version
+
+    return {
+        "protocol": PROTOCOL,
+        "module_version": __version__,
+        "salt_version": salt.version.__version__,
+    }
+
+
+def run(request_id, profile, state_data_json, **kwargs):
+    """
+    Apply a profile once for a published request and return its reduced receipt.
+
+    The JID is the publication's own (``__pub_jid``); no other keyword argument
+    is accepted. ``state_data_json`` is ``""`` for a fixed role and the
+    canonical JSON text of the high data for ``custom``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt 'client-<uuid>' oduflow_job.run <request-uuid> configure ""
+    """
+    return _answer(lambda: _run(request_id, profile, state_data_json, kwargs))
+
+
+def _run(request_id, profile, state_data_json, kwargs):
+    _refuse_caller_options(kwargs)
+    _check_runtime()
+    binding = {
+        "minion_id": _validate_minion_id(__opts__.get("id")),
+        "request_id": _validate_request_id(request_id),
+        "jid": _validate_jid(kwargs.get("__pub_jid")),
+        "profile": _validate_profile(profile),
+    }
+    high_data, binding["state_digest"] = _check_state_data(profile, state_data_json)
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(_Store.open(_store_root(), create=True))
+        try:
+            execution_lock = store.lock("execution.lock", blocking=False)
+        except BlockingIOError:
+            raise ProtocolError(
+                "execution_busy", "another managed apply is running on this minion"
+            ) from None
+        stack.callback(os.close, execution_lock)
+        request_lock = store.lock(binding["request_id"] + ".lock", blocking=True)
+        stack.callback(os.close, request_lock)
+        store.remove_stale_temps()
+
+        index, record = _read_evidence(store, binding)
+        if record is not None and record["status"] in TERMINAL_STATUSES:
+            return record
+        if index is not None or record is not None:
+            raise ProtocolError(
+                "execution_busy",
+                "this request was already claimed and is never executed again; "
+                "ask oduflow_job.status for its outcome",
+            )
+
+        _crash_point("M1")
+        store.write("jids", binding["jid"] + ".json", {"protocol": PROTOCOL, **binding})
+        _crash_point("M2")
+        running = {"protocol": PROTOCOL, **binding, "status": "running", "passed": 0, "total": 0}
+        store.write("requests", binding["request_id"] + ".json", running)
+        _crash_point("M3")
+        reduced = _reduce_state_result(_call_state(binding, high_data))
+        _crash_point("M5")
+        receipt = {"protocol": PROTOCOL, **binding, **reduced}
+        store.write("requests", binding["request_id"] + ".json", receipt)
+        _crash_point("M6")
+        return receipt
+
+
+def _call_state(binding, high_data):
+    """The raw state return, or None when the state function raised."""
+    try:
+        with _suppressed_raw_results(__opts__["cachedir"]):
+            if high_data is None:
+                # state.sls hands __pub_jid to HighState, which makes it State.jid.
+                return __salt__["state.sls"](
+                    PROFILE_ROLES[binding["profile"]],
+                    __pub_jid=binding["jid"],
+                    **STATE_CALL_OPTIONS,
+                )
+            # state.high builds its State without a JID; nothing it could
+            # publish under one (events, parallel results) survives the shims.
+            return __salt__["state.high"](high_data, **STATE_CALL_OPTIONS)
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def status(request_id, jid, profile, state_digest="", **kwargs):
+    """
+    Report what this minion knows about one published request.
+
+    Answers a status answer (``not_started``, ``running``, ``unknown``,
+    ``succeeded`` or ``failed``). Evidence bound to another request, JID,
+    profile or digest is a ``binding_conflict`` error; an unsafe or malformed
+    store is an error, never ``not_started``.
+
+    CLI Example:
+
+    .. code-block:: bash
+
+        salt 'client-<uuid>' oduflow_job.status <request-uuid> <jid> configure ""
+    """
+    return _answer(lambda: _status(request_id, jid, profile, state_digest, kwargs))
+
+
+def _status(request_id, jid, profile, state_digest, kwargs):
+    _refuse_caller_options(kwargs)
+    binding = {
+        "minion_id": _validate_minion_id(__opts__.get("id")),
+        "request_id": _validate_request_id(request_id),
+        "jid": _validate_jid(jid),
+        "profile": _validate_profile(profile),
+        "state_digest": _validate_state_digest(profile, state_digest),
+    }
+    answer = {"protocol": PROTOCOL, **binding, "status": "not_started", "passed": 0, "total": 0}
+    store = _Store.open(_store_root(), create=False)
+    if store is None:
+        return answer
+    with store:
+        index, record = _read_evidence(store, binding)
+        if record is not None and record["status"] in TERMINAL_STATUSES:
+            return record
+        if index is None and record is None:
+            return answer
+        live = store.is_locked(binding["request_id"] + ".lock")
+    answer["status"] = "running" if live else "unknown"
+    return answer

@@ -1,0 +1,268 @@
+"""Shared helpers for the oduflow_job suites.
+
+Two ways to reach the module:
+
+- ``loaded_module``: the file imported by path, with the Salt dunders
+  (``__opts__``, ``__context__``, ``__salt__``) supplied by the test. Fast;
+  used for the validation helpers, the store and every refusal branch.
+- ``SaltMinionEnv``: the same file loaded by Salt 3006.27's real loader
+  (``salt.client.Caller`` on a temporary minion config with ``file_client:
+  local``), calling the real ``state.sls`` / ``state.high``. Functions are
+  invoked the way a minion job worker invokes them: through
+  ``salt.minion.load_args_and_kwargs`` with a publication, so ``__pub_*`` is
+  injected by Salt itself.
+"""
+
+import importlib.util
+import itertools
+import json
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+MODULE_PATH = Path(__file__).resolve().parents[1] / "salt" / "_modules" / "oduflow_job.py"
+MODULE_DIR = MODULE_PATH.parent
+
+_module_counter = itertools.count()
+_jid_counter = itertools.count(1)
+
+
+def load_module():
+    """A fresh, independent instance of oduflow_job.py imported by path."""
+    name = f"oduflow_job_under_test_{next(_module_counter)}"
+    spec = importlib.util.spec_from_file_location(name, MODULE_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def new_uuid():
+    return str(uuid.uuid4())
+
+
+def new_minion_id():
+    return "client-" + new_uuid()
+
+
+def new_jid():
+    """A fresh 20-digit JID, unique within the test session."""
+    return time.strftime("%Y%m%d%H%M%S") + f"{next(_jid_counter) % 10**6:06d}"
+
+
+def wait_for(condition, timeout=30.0, interval=0.01, what="condition"):
+    """Poll ``condition`` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def marker_count(path):
+    """How many times a test role really ran (one line per execution)."""
+    try:
+        return len(Path(path).read_text().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
+def store_files(root):
+    """Every regular file below the store root, as {relative path: bytes}."""
+    found = {}
+    for directory, _subdirs, names in os.walk(root):
+        for name in names:
+            path = Path(directory) / name
+            found[str(path.relative_to(root))] = path.read_bytes()
+    return found
+
+
+def fork_and_run(target):
+    """Run ``target()`` in a forked child; return (pid, read end of a result pipe).
+
+    The child writes ``json.dumps(target())`` to the pipe and exits with
+    ``os._exit``, so it never returns into pytest.
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child process
+        code = 0
+        try:
+            os.close(read_fd)
+            payload = json.dumps(target()).encode()
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(payload)
+        except BaseException:  # noqa: BLE001 - report anything as a failed child
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def collect(pid, read_fd):
+    """Wait for a forked child; return (wait status, decoded result or None)."""
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _pid, wait_status = os.waitpid(pid, 0)
+    return wait_status, (json.loads(data) if data else None)
+
+
+def killed_by_sigkill(wait_status):
+    return os.WIFSIGNALED(wait_status) and os.WTERMSIG(wait_status) == signal.SIGKILL
+
+
+class FakeState:
+    """Stands in for ``state.sls`` / ``state.high`` in by-path tests."""
+
+    def __init__(self, marker, result=None):
+        self.marker = Path(marker)
+        self.result = result
+        self.calls = []
+        self.effect = None
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        with self.marker.open("a") as out:
+            out.write("ran\n")
+        if self.effect is not None:
+            self.effect()
+        return self.result
+
+
+def pytest_configure(config):
+    # Salt 3006.27's own loader and optional modules on Python 3.11; not ours.
+    for message in (
+        r"the load_module\(\) method is deprecated",
+        r"'spwd' is deprecated",
+        r"'crypt' is deprecated",
+    ):
+        config.addinivalue_line("filterwarnings", f"ignore:{message}:DeprecationWarning")
+
+
+@pytest.fixture
+def minion_id():
+    return new_minion_id()
+
+
+@pytest.fixture
+def loaded_module(tmp_path, minion_id):
+    """oduflow_job imported by path, with dunders pointing at a private temp store."""
+    module = load_module()
+    marker = tmp_path / "marker"
+    sls = FakeState(marker, {"a": {"result": True}, "b": {"result": True}})
+    high = FakeState(marker, {"a": {"result": True}})
+    cachedir = tmp_path / "cache"
+    cachedir.mkdir()
+    module.__opts__ = {
+        "id": minion_id,
+        "multiprocessing": True,
+        "cachedir": str(cachedir),
+        "oduflow_receipt_dir": str(tmp_path / "var" / "store"),
+    }
+    module.__context__ = {}
+    module.__salt__ = {"state.sls": sls, "state.high": high}
+    module.fake_sls = sls
+    module.fake_high = high
+    module.marker = marker
+    module.store_root = tmp_path / "var" / "store"
+    return module
+
+
+# ---------------------------------------------------------------------------
+# Salt's real loader
+
+
+MINION_CONFIG = """\
+root_dir: {root}/root
+file_client: local
+file_roots:
+  base:
+    - {root}/srv
+pillar_roots:
+  base:
+    - {root}/pillar
+module_dirs:
+  - {module_dir}
+multiprocessing: True
+oduflow_receipt_dir: {root}/store
+id: {minion_id}
+log_level: quiet
+log_level_logfile: quiet
+log_file: {root}/minion.log
+"""
+
+PILLAR_SECRET = "PILLARSECRET-7c1d"
+
+
+class SaltMinionEnv:
+    """One in-process minion (Salt's real loader) with a temporary file tree."""
+
+    def __init__(self, root):
+        import salt.client
+        import salt.config
+
+        self.root = Path(root)
+        self.minion_id = new_minion_id()
+        for directory in ("srv/roles", "pillar", "work"):
+            (self.root / directory).mkdir(parents=True, exist_ok=True)
+        (self.root / "pillar" / "top.sls").write_text("base:\n  '*':\n    - secrets\n")
+        (self.root / "pillar" / "secrets.sls").write_text(f"secret: {PILLAR_SECRET}\n")
+        config = self.root / "minion"
+        config.write_text(
+            MINION_CONFIG.format(root=self.root, module_dir=MODULE_DIR, minion_id=self.minion_id)
+        )
+        self.opts = salt.config.minion_config(str(config))
+        self.caller = salt.client.Caller(mopts=self.opts)
+        self.functions = self.caller.sminion.functions
+
+    @property
+    def globals(self):
+        """The loaded module's globals (its ``__opts__``, ``_crash_point``...)."""
+        return self.functions["oduflow_job.run"].__globals__
+
+    @property
+    def cachedir(self):
+        return Path(self.opts["cachedir"])
+
+    def use_store(self, path):
+        self.globals["__opts__"]["oduflow_receipt_dir"] = str(path)
+
+    def write_role(self, role, text):
+        path = self.root / "srv" / "roles" / (role.split(".", 1)[1] + ".sls")
+        path.write_text(text)
+
+    def publish(self, fun, args, jid, extra_kwargs=None):
+        """Invoke ``fun`` as a minion job worker does for a publication; (return, retcode)."""
+        import salt.minion
+
+        func = self.functions[fun]
+        data = {
+            "fun": fun,
+            "arg": list(args),
+            "jid": jid,
+            "tgt": [self.minion_id],
+            "tgt_type": "list",
+            "ret": "",
+            "user": "root",
+        }
+        call_args, call_kwargs = salt.minion.load_args_and_kwargs(func, list(args), data)
+        call_kwargs.update(extra_kwargs or {})
+        context = self.functions.pack["__context__"]
+        context["retcode"] = 0
+        answer = func(*call_args, **call_kwargs)
+        return answer, context.get("retcode", 0)
+
+    def run(self, request_id, profile, state_data_json="", jid=None):
+        return self.publish("oduflow_job.run", [request_id, profile, state_data_json], jid or new_jid())
+
+    def status(self, request_id, jid, profile, state_digest=""):
+        return self.publish(
+            "oduflow_job.status", [request_id, jid, profile, state_digest], new_jid()
+        )

@@ -1,0 +1,216 @@
+"""Real interruptions: forked job workers killed by SIGKILL at every durable boundary.
+
+Each worker is a fork of an in-process minion (Salt's real loader, real
+state.sls), exactly as a ``multiprocessing: True`` minion forks one process
+per job. A side-effect marker file gets one line per real execution of the
+role. After each kill, ``oduflow_job.status`` must give the outcome of
+DESIGN section 6, and a repeated publication must never run the role again.
+
+M1, M2, M3, M5 and M6 are the module's ``_crash_point`` seams, replaced in
+the child only; M4 ("during the state") is a SIGKILL sent from outside while
+the role blocks, after its first state has run.
+"""
+
+import os
+import signal
+
+import pytest
+
+from conftest import (
+    SaltMinionEnv,
+    collect,
+    fork_and_run,
+    killed_by_sigkill,
+    marker_count,
+    new_jid,
+    new_uuid,
+    wait_for,
+)
+
+REPEATS = 3
+
+
+@pytest.fixture(scope="module")
+def minion(tmp_path_factory):
+    return SaltMinionEnv(tmp_path_factory.mktemp("crash-minion"))
+
+
+@pytest.fixture
+def case(minion, tmp_path):
+    minion.use_store(tmp_path / "store")
+
+    class Case:
+        store = tmp_path / "store"
+        marker = tmp_path / "marker"
+        release = tmp_path / "release"
+
+    minion.write_role(
+        "roles.client_stack",
+        f"""
+count-the-run:
+  cmd.run:
+    - name: echo ran >> {Case.marker}
+second-state:
+  test.succeed_without_changes: []
+""",
+    )
+    minion.write_role(
+        "roles.client_production",
+        f"""
+count-the-run:
+  cmd.run:
+    - name: echo ran >> {Case.marker}
+block-until-released:
+  cmd.run:
+    - name: while [ ! -e {Case.release} ]; do sleep 0.02; done
+""",
+    )
+    yield Case
+    # Lets an orphaned blocking shell of a killed worker finish.
+    Case.release.touch()
+
+
+def receipt(minion, request_id, jid, status, passed=0, total=0, profile="configure"):
+    return {
+        "protocol": 1,
+        "minion_id": minion.minion_id,
+        "request_id": request_id,
+        "jid": jid,
+        "profile": profile,
+        "state_digest": "",
+        "status": status,
+        "passed": passed,
+        "total": total,
+    }
+
+
+def kill_worker_at(minion, point, request_id, jid):
+    """Fork a job worker for the publication and SIGKILL it at ``point``."""
+
+    def worker():
+        def crash_point(name):
+            if name == point:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        minion.globals["_crash_point"] = crash_point
+        return minion.run(request_id, "configure", jid=jid)
+
+    wait_status, result = collect(*fork_and_run(worker))
+    assert killed_by_sigkill(wait_status) and result is None
+
+
+def start_worker(minion, request_id, jid, profile="production"):
+    return fork_and_run(lambda: minion.run(request_id, profile, jid=jid))
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_before_the_jid_index_leaves_not_started_and_nothing_ran(minion, case, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "M1", request_id, jid)
+    assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "not_started"), 0)
+    assert marker_count(case.marker) == 0
+    assert not (case.store / "jids" / f"{jid}.json").exists()
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+@pytest.mark.parametrize("point", ["M2", "M3"])
+def test_a_worker_killed_inside_the_claim_leaves_unknown_and_never_runs_the_publication(minion, case, point, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, point, request_id, jid)
+    assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "unknown"), 0)
+    answer, retcode = minion.run(request_id, "configure", jid=jid)
+    assert answer["error"] == "execution_busy" and retcode == 1
+    assert marker_count(case.marker) == 0
+    assert minion.status(request_id, jid, "configure")[0]["status"] == "unknown"
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_during_the_state_leaves_unknown_with_at_most_one_execution(minion, case, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    pid, result_fd = start_worker(minion, request_id, jid)
+    wait_for(lambda: marker_count(case.marker) == 1, what="the role to start")
+    os.kill(pid, signal.SIGKILL)
+    wait_status, result = collect(pid, result_fd)
+    assert killed_by_sigkill(wait_status) and result is None
+    assert minion.status(request_id, jid, "production") == (
+        receipt(minion, request_id, jid, "unknown", profile="production"),
+        0,
+    )
+    case.release.touch()
+    answer, _ = minion.run(request_id, "production", jid=jid)
+    assert answer["error"] == "execution_busy"
+    assert marker_count(case.marker) == 1
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_after_the_state_before_the_receipt_leaves_unknown(minion, case, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "M5", request_id, jid)
+    assert marker_count(case.marker) == 1
+    assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "unknown"), 0)
+    assert minion.run(request_id, "configure", jid=jid)[0]["error"] == "execution_busy"
+    assert marker_count(case.marker) == 1
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_after_the_receipt_commit_leaves_the_exact_receipt(minion, case, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "M6", request_id, jid)
+    expected = receipt(minion, request_id, jid, "succeeded", 2, 2)
+    assert minion.status(request_id, jid, "configure") == (expected, 0)
+    assert minion.run(request_id, "configure", jid=jid) == (expected, 0)
+    assert marker_count(case.marker) == 1
+
+
+def test_a_lost_publication_is_recovered_exactly_from_the_committed_receipt(minion, case):
+    request_id, jid = new_uuid(), new_jid()
+
+    def worker_whose_return_is_lost():
+        minion.run(request_id, "configure", jid=jid)
+        return None  # the return never reaches the master
+
+    wait_status, _ = collect(*fork_and_run(worker_whose_return_is_lost))
+    assert os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0
+    recovered, retcode = minion.status(request_id, jid, "configure")
+    assert retcode == 0
+    assert recovered == receipt(minion, request_id, jid, "succeeded", 2, 2)
+    assert minion.globals["_validate_receipt"](recovered, {"jid": jid, "request_id": request_id}) == recovered
+    assert marker_count(case.marker) == 1
+
+
+def test_a_duplicate_worker_and_concurrent_polls_during_a_run_see_it_running(minion, case):
+    request_id, jid = new_uuid(), new_jid()
+    pid, result_fd = start_worker(minion, request_id, jid)
+    wait_for(lambda: marker_count(case.marker) == 1, what="the role to start")
+    running = receipt(minion, request_id, jid, "running", profile="production")
+
+    pollers = [
+        fork_and_run(lambda: minion.status(request_id, jid, "production")) for _ in range(3)
+    ]
+    duplicate = start_worker(minion, request_id, jid)
+    assert minion.status(request_id, jid, "production") == (running, 0)
+    assert [collect(*poller)[1] for poller in pollers] == [[running, 0]] * 3
+    duplicate_status, duplicate_answer = collect(*duplicate)
+    assert os.WIFEXITED(duplicate_status)
+    assert duplicate_answer[0]["error"] == "execution_busy" and duplicate_answer[1] == 1
+    assert marker_count(case.marker) == 1
+
+    case.release.touch()
+    wait_status, (answer, retcode) = collect(pid, result_fd)
+    assert os.WIFEXITED(wait_status)
+    assert answer == receipt(minion, request_id, jid, "succeeded", 2, 2, "production") and retcode == 0
+    assert minion.status(request_id, jid, "production") == (answer, 0)
+    assert marker_count(case.marker) == 1
+
+
+def test_another_request_is_refused_while_a_managed_apply_runs(minion, case):
+    request_id, jid = new_uuid(), new_jid()
+    pid, result_fd = start_worker(minion, request_id, jid)
+    wait_for(lambda: marker_count(case.marker) == 1, what="the role to start")
+    other_request, other_jid = new_uuid(), new_jid()
+    answer, retcode = minion.run(other_request, "configure", jid=other_jid)
+    assert answer["error"] == "execution_busy" and retcode == 1
+    assert minion.status(other_request, other_jid, "configure")[0]["status"] == "not_started"
+    case.release.touch()
+    assert collect(pid, result_fd)[1][0]["status"] == "succeeded"
+    assert marker_count(case.marker) == 1
