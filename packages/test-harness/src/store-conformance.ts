@@ -1,1 +1,211 @@
-export {};
+import { MasterRunnerError, type RecordStore } from '@oduflow/master-runner';
+import {
+  applyEvent,
+  createRequestRecord,
+  type ProtocolRequestRecord,
+  type RequestEvent,
+  type RequestRecord,
+} from '@oduflow/protocol';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+/*
+ * The contract every RecordStore must meet (the embedded file store today,
+ * PostgreSQL later). It speaks only through the RecordStore interface, so a
+ * new store proves itself by calling runRecordStoreConformance with a factory
+ * that returns a fresh, empty store.
+ */
+
+export interface StoreUnderTest {
+  readonly store: RecordStore;
+  dispose(): Promise<void>;
+}
+
+export type StoreFactory = () => Promise<StoreUnderTest>;
+
+const MINION = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
+const OTHER_MINION = 'client-5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f';
+const AT = '2026-11-29T10:00:00.000Z';
+
+function requestId(n: number): string {
+  return `6f1c2b8e-4d3a-4b5c-9e7f-${n.toString(16).padStart(12, '0')}`;
+}
+
+function jid(n: number): string {
+  return (20261129100000000000n + BigInt(n)).toString();
+}
+
+function record(n: number, minionId = MINION, jidNumber = n): ProtocolRequestRecord {
+  return createRequestRecord({ request_id: requestId(n), minion_id: minionId, profile: 'configure', state_digest: '', jid: jid(jidNumber), at: AT });
+}
+
+function step(r: RequestRecord, ...events: RequestEvent['type'][]): RequestRecord {
+  return events.reduce<RequestRecord>((current, type) => {
+    switch (type) {
+      case 'observed':
+        return applyEvent(current, {
+          type,
+          at: AT,
+          answer: {
+            protocol: 1,
+            minion_id: current.minion_id as string,
+            request_id: current.request_id,
+            jid: current.jid as string,
+            profile: 'configure',
+            state_digest: '',
+            status: 'succeeded',
+            passed: 1,
+            total: 1,
+          },
+        });
+      case 'reconciled':
+        return applyEvent(current, { type, at: AT, reason: 'checked', actor: 'ops' });
+      case 'intent_recorded':
+      case 'publish_acked':
+        return applyEvent(current, { type, at: AT });
+      default:
+        return applyEvent(current, { type, at: AT, reason: 'r' } as RequestEvent);
+    }
+  }, r);
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+  } catch (error) {
+    if (MasterRunnerError.isInstance(error)) return error.code;
+    throw error;
+  }
+  return undefined;
+}
+
+async function put(store: RecordStore, r: ProtocolRequestRecord): Promise<void> {
+  const outcome = await store.withTarget(r.minion_id, (unit) => unit.create(r));
+  expect(outcome.created).toBe(true);
+}
+
+export function runRecordStoreConformance(name: string, makeStore: StoreFactory): void {
+  describe(`RecordStore conformance: ${name}`, () => {
+    let subject: StoreUnderTest;
+    let store: RecordStore;
+
+    beforeEach(async () => {
+      subject = await makeStore();
+      store = subject.store;
+    });
+    afterEach(async () => {
+      await subject.dispose();
+    });
+
+    it('answers undefined for a request it does not hold', async () => {
+      expect(await store.get(requestId(1))).toBeUndefined();
+      expect(await store.list()).toEqual([]);
+    });
+
+    it('returns a created record exactly as it was given', async () => {
+      await put(store, record(1));
+      expect(await store.get(requestId(1))).toEqual(record(1));
+    });
+
+    it('refuses a second record under a JID that is already reserved', async () => {
+      await put(store, record(1));
+      const outcome = await store.withTarget(OTHER_MINION, (unit) => unit.create(record(2, OTHER_MINION, 1)));
+      expect(outcome).toEqual({ created: false, reason: 'jid_taken' });
+      expect(await store.get(requestId(2))).toBeUndefined();
+    });
+
+    it('keeps a JID reserved after its request is settled', async () => {
+      await put(store, record(1));
+      await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'));
+      const outcome = await store.withTarget(MINION, (unit) => unit.create(record(2, MINION, 1)));
+      expect(outcome).toEqual({ created: false, reason: 'jid_taken' });
+    });
+
+    it('returns the stored record when a request id is created twice', async () => {
+      await put(store, record(1));
+      const outcome = await store.withTarget(MINION, (unit) => unit.create(record(1, MINION, 7)));
+      expect(outcome).toEqual({ created: false, reason: 'request_exists', existing: record(1) });
+    });
+
+    it('writes the record a unit decides and reports the change', async () => {
+      await put(store, record(1));
+      const outcome = await store.updateRequest(requestId(1), (r) => step(r, 'intent_recorded'));
+      expect(outcome.changed).toBe(true);
+      expect(outcome.before.state).toBe('prepared');
+      expect(outcome.after.state).toBe('publishing');
+      expect((await store.get(requestId(1)))?.state).toBe('publishing');
+    });
+
+    it('writes nothing when a unit returns the record it was given', async () => {
+      await put(store, record(1));
+      const outcome = await store.updateRequest(requestId(1), (r) => r);
+      expect(outcome.changed).toBe(false);
+      expect(await store.get(requestId(1))).toEqual(record(1));
+    });
+
+    it('writes nothing when a unit throws', async () => {
+      await put(store, record(1));
+      await expect(
+        store.updateRequest(requestId(1), () => {
+          throw new Error('decided against it');
+        }),
+      ).rejects.toThrow('decided against it');
+      expect(await store.get(requestId(1))).toEqual(record(1));
+    });
+
+    it('refuses to update a request it does not hold', async () => {
+      expect(await codeOf(store.updateRequest(requestId(9), (r) => r))).toBe('not_found');
+    });
+
+    it('refuses an update that changes the identity of a record', async () => {
+      await put(store, record(1));
+      const code = await codeOf(store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), jid: jid(99) })));
+      expect(code).toBe('internal');
+      expect(await store.get(requestId(1))).toEqual(record(1));
+    });
+
+    it('reports unresolved records of a target as blockers, and only of that target', async () => {
+      await put(store, record(1));
+      expect((await store.withTarget(MINION, (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(1)]);
+      expect(await store.withTarget(OTHER_MINION, (u) => u.blockers())).toEqual([]);
+    });
+
+    it('stops reporting a blocker once its request is terminal or reconciled', async () => {
+      await put(store, record(1));
+      await put(store, record(2, OTHER_MINION));
+      await store.updateRequest(requestId(1), (r) => step(r, 'intent_recorded', 'publish_acked', 'observed'));
+      await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'reconciled'));
+      expect(await store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
+      expect(await store.withTarget(OTHER_MINION, (u) => u.blockers())).toEqual([]);
+    });
+
+    it('lists records in request-id order and filters by target, state and resolution', async () => {
+      await put(store, record(3));
+      await put(store, record(1));
+      await put(store, record(2, OTHER_MINION));
+      await store.updateRequest(requestId(3), (r) => step(r, 'capability_failed'));
+      expect((await store.list()).map((r) => r.request_id)).toEqual([requestId(1), requestId(2), requestId(3)]);
+      expect((await store.list({ minionId: OTHER_MINION })).map((r) => r.request_id)).toEqual([requestId(2)]);
+      expect((await store.list({ unresolved: true })).map((r) => r.request_id)).toEqual([requestId(1), requestId(2)]);
+      expect((await store.list({ states: ['rejected'] })).map((r) => r.request_id)).toEqual([requestId(3)]);
+    });
+
+    it('serializes concurrent units on one request so no update is lost', async () => {
+      await put(store, record(1));
+      const bump = (r: RequestRecord): RequestRecord => ({ ...(r as ProtocolRequestRecord), publish_attempts: (r as ProtocolRequestRecord).publish_attempts + 1 });
+      await Promise.all(Array.from({ length: 20 }, () => store.updateRequest(requestId(1), bump)));
+      expect(((await store.get(requestId(1))) as ProtocolRequestRecord).publish_attempts).toBe(20);
+    });
+
+    it('lets only one of two concurrent dispatch units to one target create a record', async () => {
+      const attempt = (n: number) =>
+        store.withTarget(MINION, async (unit) => {
+          if ((await unit.blockers()).length > 0) return 'blocked';
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return (await unit.create(record(n))).created ? 'created' : 'refused';
+        });
+      const outcomes = await Promise.all([attempt(1), attempt(2)]);
+      expect(outcomes.sort()).toEqual(['blocked', 'created']);
+      expect(await store.list()).toHaveLength(1);
+    });
+  });
+}

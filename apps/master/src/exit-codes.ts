@@ -1,0 +1,28 @@
+import type { MasterRunnerErrorCode } from '@oduflow/master-runner';
+
+/*
+ * The one table from outcomes to exit statuses. Scripts branch on these:
+ *   0  done, nothing left unresolved by this command
+ *   1  internal failure (store I/O, a bug): retrying may help, nothing was decided
+ *   2  refused or blocked: bad input, a blocked target, insecure credentials
+ *   3  unknown or unresolved: the request may have run; poll it or reconcile it
+ */
+export const EXIT = Object.freeze({ ok: 0, internal: 1, refused: 2, unresolved: 3 });
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', ExitCode>> = Object.freeze({
+  usage: EXIT.refused,
+  invalid_input: EXIT.refused,
+  target_blocked: EXIT.refused,
+  request_conflict: EXIT.refused,
+  not_found: EXIT.refused,
+  illegal_transition: EXIT.refused,
+  store_unsafe: EXIT.refused,
+  credentials_insecure: EXIT.refused,
+  credentials_unreadable: EXIT.refused,
+  config_invalid: EXIT.refused,
+  store_corrupt: EXIT.internal,
+  store_busy: EXIT.internal,
+  store_io: EXIT.internal,
+  internal: EXIT.internal,
+});

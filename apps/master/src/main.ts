@@ -1,0 +1,137 @@
+import { MasterRunnerError, createMasterLogger, type Logger } from '@oduflow/master-runner';
+import { Command, CommanderError, Option } from 'commander';
+import {
+  dispatchCommand,
+  listCommand,
+  pollCommand,
+  preflightCommand,
+  publishPendingCommand,
+  reconcileCommand,
+  showCommand,
+  type CommandResult,
+  type DispatchFlags,
+  type ListFlags,
+  type PollFlags,
+  type PublishPendingFlags,
+  type ReconcileFlags,
+} from './commands.js';
+import type { CommonFlags } from './config.js';
+import { EXIT, EXIT_FOR_ERROR, type ExitCode } from './exit-codes.js';
+import { renderJson, renderTable } from './output.js';
+import type { Env, Wiring } from './wiring.js';
+
+export interface Io {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+}
+
+const VERSION = '0.1.0';
+
+/** The options every command accepts, so they may follow the command name. */
+function withCommonOptions(command: Command): Command {
+  return command
+    .option('--json', 'machine-readable output (the same fields as the table)')
+    .option('--store <dir>', 'record store directory (env ODUFLOW_STORE; default /var/lib/oduflow/master)')
+    .option('--salt-api-url <url>', 'salt-api rest_cherrypy URL (env ODUFLOW_SALT_API_URL)')
+    .option('--salt-api-user <name>', 'salt-api user (env ODUFLOW_SALT_API_USER)')
+    .option('--salt-api-password-file <path>', 'private (0600) file holding the salt-api password (env ODUFLOW_SALT_API_PASSWORD_FILE)')
+    .option('--salt-api-eauth <backend>', 'salt eauth backend (env ODUFLOW_SALT_API_EAUTH; default pam)')
+    .option('--call-timeout <ms>', 'deadline of a capability or status call (env ODUFLOW_CALL_TIMEOUT_MS; default 30000)')
+    .addOption(new Option('--log-level <level>', 'log level on stderr (env ODUFLOW_LOG_LEVEL)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'silent']));
+}
+
+function errorReport(error: MasterRunnerError): { text: string; json: string } {
+  const fields = { code: error.code, detail: error.detail ?? null, request_id: error.requestId ?? null, message: error.message };
+  return { text: `error [${error.code}${error.detail === undefined ? '' : `/${error.detail}`}]: ${error.message}\n`, json: `${JSON.stringify({ error: fields })}\n` };
+}
+
+/**
+ * Runs one CLI invocation and returns its exit status. Never throws and never
+ * calls process.exit, so tests can run it in-process.
+ */
+export async function main(argv: readonly string[], env: Env, io: Io): Promise<ExitCode> {
+  let exitCode: ExitCode = EXIT.ok;
+  let logger: Logger | undefined;
+  let json = false;
+
+  const run = <F extends object>(work: (w: Wiring, flags: F & CommonFlags, operands: readonly string[]) => Promise<CommandResult>) =>
+    async function (this: Command): Promise<void> {
+      const flags = this.opts<F & CommonFlags>();
+      json = flags.json === true;
+      logger = createMasterLogger({ level: flags.logLevel ?? env['ODUFLOW_LOG_LEVEL'] ?? 'info' }).child({ command: this.name() });
+      const result = await work({ flags, env, logger }, flags, this.processedArgs as string[]);
+      io.stdout(json ? renderJson(result.report) : renderTable(result.report));
+      exitCode = result.exitCode;
+    };
+
+  const program = new Command('oduflow-master')
+    .description('Dispatch managed Salt applies once, poll their receipts, reconcile what stays unresolved.')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+
+  withCommonOptions(program.command('dispatch'))
+    .description('record, then publish one managed apply to one minion')
+    .requiredOption('--minion <id>', 'target minion id (client-<uuid>)')
+    .requiredOption('--profile <profile>', 'configure | production | volume_resize | credentials | custom')
+    .option('--state-data-file <file>', 'canonical JSON high data (custom profile only)')
+    .option('--request-id <uuid>', 'caller-chosen request id; makes the dispatch idempotent')
+    .action(run<DispatchFlags>((w, flags) => dispatchCommand(w, flags)));
+
+  withCommonOptions(program.command('publish-pending'))
+    .description('publish prepared requests (left by a crash or a connection that sent nothing), with their JID')
+    .option('--request-id <uuid>', 'only this request')
+    .option('--state-data-file <file>', 'the high data of a custom request (checked against its digest)')
+    .action(run<PublishPendingFlags>((w, flags) => publishPendingCommand(w, flags)));
+
+  withCommonOptions(program.command('poll'))
+    .description('ask minions for the receipts of published requests; never publishes')
+    .option('--request-id <uuid>', 'only this request')
+    .option('--watch', 'repeat until nothing is waiting for a status')
+    .option('--interval <ms>', 'pause between rounds with --watch', '5000')
+    .action(run<PollFlags>((w, flags) => pollCommand(w, flags)));
+
+  withCommonOptions(program.command('show'))
+    .description('show one request record')
+    .argument('<request-id>')
+    .action(run((w, _flags, [requestId]) => showCommand(w, requestId ?? '')));
+
+  withCommonOptions(program.command('list'))
+    .description('list request records')
+    .option('--unresolved', 'only records that block their target')
+    .option('--minion <id>', 'only this target')
+    .action(run<ListFlags>((w, flags) => listCommand(w, flags)));
+
+  withCommonOptions(program.command('reconcile'))
+    .description('resolve a request by operator decision; never publishes')
+    .argument('<request-id>')
+    .requiredOption('--reason <text>', 'why, for the record')
+    .option('--actor <name>', 'who decided (default: the current user)')
+    .action(run<ReconcileFlags>((w, flags, [requestId]) => reconcileCommand(w, requestId ?? '', flags)));
+
+  withCommonOptions(program.command('preflight'))
+    .description('list legacy records and active unresolved requests')
+    .action(run((w) => preflightCommand(w)));
+
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here too, with exit code 0.
+      return error.exitCode === 0 ? EXIT.ok : EXIT_FOR_ERROR.usage;
+    }
+    if (MasterRunnerError.isInstance(error)) {
+      const report = errorReport(error);
+      if (json) io.stdout(report.json);
+      else io.stderr(report.text);
+      logger?.warn({ code: error.code, detail: error.detail, request_id: error.requestId }, 'command refused or failed');
+      return EXIT_FOR_ERROR[error.code];
+    }
+    // An unexpected error: report its type only; its message could carry anything.
+    const kind = error instanceof Error ? error.name : typeof error;
+    io.stderr(`error [internal]: unexpected ${kind}; see the log\n`);
+    logger?.error({ err: error }, 'internal error');
+    return EXIT.internal;
+  }
+}

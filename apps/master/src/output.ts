@@ -1,0 +1,57 @@
+import Table from 'cli-table3';
+
+/*
+ * Every command ends in one Report: rows of flat fields. People get a table,
+ * programs get the same fields as JSON (--json). Output goes to stdout; logs
+ * go to stderr, so `--json | jq` always sees clean JSON.
+ */
+
+export type Cell = string | number | boolean | null;
+export type Row = Readonly<Record<string, Cell>>;
+
+export interface Report {
+  /** A headline for people (omitted in JSON, where `outcome` carries it). */
+  readonly title?: string;
+  /** Fields about the whole command (outcome, reason...). */
+  readonly summary?: Row;
+  /** One row per record; shown as columns. */
+  readonly rows?: readonly Row[];
+  /** One record shown field by field. */
+  readonly detail?: Row;
+}
+
+function text(cell: Cell | undefined): string {
+  return cell === null || cell === undefined ? '-' : String(cell);
+}
+
+function verticalTable(row: Row): string {
+  const table = new Table({ style: { head: [], border: [] } });
+  for (const [key, value] of Object.entries(row)) table.push({ [key]: text(value) });
+  return table.toString();
+}
+
+export function renderTable(report: Report): string {
+  const parts: string[] = [];
+  if (report.title !== undefined) parts.push(report.title);
+  if (report.summary !== undefined) parts.push(verticalTable(report.summary));
+  if (report.detail !== undefined) parts.push(verticalTable(report.detail));
+  if (report.rows !== undefined) {
+    const first = report.rows[0];
+    if (first === undefined) {
+      parts.push('(no records)');
+    } else {
+      const head = Object.keys(first);
+      const table = new Table({ head, style: { head: [], border: [] } });
+      for (const row of report.rows) table.push(head.map((k) => text(row[k])));
+      parts.push(table.toString());
+    }
+  }
+  return `${parts.join('\n')}\n`;
+}
+
+export function renderJson(report: Report): string {
+  const body: Record<string, unknown> = { ...(report.summary ?? {}) };
+  if (report.detail !== undefined) body['record'] = report.detail;
+  if (report.rows !== undefined) body['records'] = report.rows;
+  return `${JSON.stringify(body)}\n`;
+}

@@ -1,0 +1,48 @@
+import {
+  createFileRecordStore,
+  createSaltApiClient,
+  type Logger,
+  type MasterDeps,
+  type RecordStore,
+} from '@oduflow/master-runner';
+import { saltConfig, storeConfig, type CommonFlags } from './config.js';
+
+/*
+ * Builds the runner's dependencies for one command. The store and the Salt
+ * client are opened only by commands that need them, after the command's own
+ * input has been validated, so a refused command writes nothing and reads no
+ * credentials.
+ */
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface Wiring {
+  readonly flags: CommonFlags;
+  readonly env: Env;
+  readonly logger: Logger;
+}
+
+export async function openStore(w: Wiring): Promise<RecordStore> {
+  return createFileRecordStore({ root: storeConfig(w.flags, w.env).store });
+}
+
+export async function withStore<T>(w: Wiring, work: (store: RecordStore) => Promise<T>): Promise<T> {
+  const store = await openStore(w);
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Store and Salt: for the commands that talk to minions. Credentials are checked before the store is opened. */
+export async function withMaster<T>(w: Wiring, work: (deps: MasterDeps) => Promise<T>): Promise<T> {
+  const config = saltConfig(w.flags, w.env);
+  const salt = createSaltApiClient({
+    url: config.url,
+    username: config.username,
+    passwordFile: config.passwordFile,
+    eauth: config.eauth,
+  });
+  return withStore(w, (store) => work({ store, salt, logger: w.logger, callTimeoutMs: config.callTimeoutMs }));
+}

@@ -1,0 +1,158 @@
+import { MASTER_RUNNER_ERROR_CODES } from '@oduflow/master-runner';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
+import { writePasswordFile } from '../../../packages/master-runner/tests/support/harness.js';
+import { EXIT, EXIT_FOR_ERROR } from '../src/exit-codes.js';
+import { assertBuilt, jsonOf, runCli } from './support/cli.js';
+
+const MINION = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
+const REQUEST = '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f';
+
+let standIn: SaltApiStandIn;
+let dir: string;
+let store: string;
+let env: Record<string, string>;
+
+beforeAll(() => assertBuilt());
+beforeEach(async () => {
+  standIn = await startSaltApiStandIn();
+  dir = mkdtempSync(join(tmpdir(), 'oduflow-cli-'));
+  chmodSync(dir, 0o700);
+  store = join(dir, 'store');
+  env = {
+    ODUFLOW_STORE: store,
+    ODUFLOW_SALT_API_URL: standIn.url,
+    ODUFLOW_SALT_API_USER: standIn.username,
+    ODUFLOW_SALT_API_PASSWORD_FILE: writePasswordFile(dir, standIn.password),
+    ODUFLOW_SALT_API_EAUTH: 'sharedsecret',
+    ODUFLOW_CALL_TIMEOUT_MS: '3000',
+  };
+});
+afterEach(async () => {
+  await standIn.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('exit code table', () => {
+  it('maps every runner error code to an exit status', () => {
+    for (const code of MASTER_RUNNER_ERROR_CODES) expect([EXIT.internal, EXIT.refused]).toContain(EXIT_FOR_ERROR[code]);
+  });
+});
+
+describe('oduflow-master dispatch, poll, show and list', () => {
+  it('dispatches and polls with tables for people and the same fields in JSON', async () => {
+    const dispatched = await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', REQUEST], env);
+    expect(dispatched.code).toBe(EXIT.ok);
+    expect(dispatched.stdout).toContain('dispatch: published');
+    expect(dispatched.stdout).toContain(REQUEST);
+
+    const polled = await runCli(['poll', '--watch', '--interval', '100'], env);
+    expect(polled.code).toBe(EXIT.ok);
+    expect(polled.stdout).toContain('succeeded');
+
+    const shown = jsonOf(await runCli(['show', REQUEST, '--json'], env));
+    expect(shown['record']).toMatchObject({ request_id: REQUEST, minion_id: MINION, state: 'succeeded', passed: 60, total: 60, role: 'roles.client_stack' });
+    const table = await runCli(['show', REQUEST], env);
+    for (const field of Object.keys(shown['record'] as object)) expect(table.stdout).toContain(field);
+
+    const listed = jsonOf(await runCli(['list', '--minion', MINION, '--json'], env));
+    expect(listed['records']).toMatchObject([{ request_id: REQUEST, state: 'succeeded' }]);
+    expect(jsonOf(await runCli(['list', '--unresolved', '--json'], env))['records']).toEqual([]);
+  });
+
+  it('logs JSON on stderr with request_id, minion_id, jid and state, and never the password or state data', async () => {
+    const file = join(dir, 'high.json');
+    writeFileSync(file, '{"motd":{"file.managed":[{"contents":"top-secret-contents"},{"name":"/etc/motd"}]}}\n');
+    const run = await runCli(['dispatch', '--minion', MINION, '--profile', 'custom', '--state-data-file', file, '--request-id', REQUEST], env);
+    expect(run.code).toBe(EXIT.ok);
+    const lines = run.stderr.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l['request_id'] === REQUEST && l['minion_id'] === MINION && typeof l['jid'] === 'string' && l['state'] === 'published')).toBe(true);
+    for (const output of [run.stderr, run.stdout]) {
+      expect(output).not.toContain('top-secret-contents');
+      expect(output).not.toContain(standIn.password);
+    }
+  });
+
+  it('exits 3 when a publication is uncertain and 2 when the target is then blocked', async () => {
+    standIn.publishMode = 'error_500';
+    const first = await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', REQUEST, '--json'], env);
+    expect(first.code).toBe(EXIT.unresolved);
+    expect(jsonOf(first)).toMatchObject({ outcome: 'publish_uncertain', reason: 'server_error' });
+    const second = await runCli(['dispatch', '--minion', MINION, '--profile', 'production', '--json'], env);
+    expect(second.code).toBe(EXIT.refused);
+    expect(jsonOf(second)).toMatchObject({ error: { code: 'target_blocked' } });
+  });
+
+  it('exits 2 and records rejected when the minion lacks the capability', async () => {
+    standIn.capabilities = () => ({ retcode: 1, ret: "'oduflow_job.capabilities' is not available." });
+    const run = await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ outcome: 'rejected', reason: 'capability_missing' });
+    expect(standIn.publications).toHaveLength(0);
+  });
+
+  it('lists legacy records in preflight and exits 3 until they are reconciled', async () => {
+    expect((await runCli(['preflight'], env)).code).toBe(EXIT.ok);
+    writeFileSync(join(store, 'requests', 'old-7.json'), JSON.stringify({ minion_id: MINION, state: 'sent' }), { mode: 0o600 });
+    const before = await runCli(['preflight', '--json'], env);
+    expect(before.code).toBe(EXIT.unresolved);
+    expect(jsonOf(before)).toMatchObject({ clean: false, legacy: 1, records: [{ finding: 'legacy', request_id: 'old-7', state: 'legacy' }] });
+    expect((await runCli(['reconcile', 'old-7', '--reason', 'old run verified'], env)).code).toBe(EXIT.ok);
+    expect((await runCli(['preflight'], env)).code).toBe(EXIT.ok);
+  });
+});
+
+describe('oduflow-master refuses bad input with a stable code and writes nothing', () => {
+  it.each([
+    [['dispatch', '--minion', 'client-NOT-A-UUID', '--profile', 'configure'], 'invalid_minion_id'],
+    [['dispatch', '--minion', MINION, '--profile', 'everything'], 'invalid_profile'],
+    [['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', '6F1C2B8E-4D3A-4B5C-9E7F-0A1B2C3D4E5F'], 'invalid_request_id'],
+  ])('%j names %s', async (args, detail) => {
+    const run = await runCli([...args, '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'invalid_input', detail } });
+    expect(existsSync(store)).toBe(false);
+    expect(standIn.calls).toHaveLength(0);
+  });
+
+  it('refuses non-canonical state data without echoing it', async () => {
+    const file = join(dir, 'high.json');
+    writeFileSync(file, '{"motd": {"file.managed": [{"contents": "leak-me"}]}}');
+    const run = await runCli(['dispatch', '--minion', MINION, '--profile', 'custom', '--state-data-file', file, '--json'], env);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'invalid_input', detail: 'non_canonical_json' } });
+    expect(run.stdout + run.stderr).not.toContain('leak-me');
+    expect(existsSync(store)).toBe(false);
+  });
+
+  it('refuses a password file with a loose mode before opening the store', async () => {
+    const loose = writePasswordFile(dir, standIn.password, 0o640);
+    const run = await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--json'], { ...env, ODUFLOW_SALT_API_PASSWORD_FILE: loose });
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'credentials_insecure' } });
+    expect(run.stdout + run.stderr).not.toContain(standIn.password);
+    expect(existsSync(store)).toBe(false);
+  });
+
+  it('refuses a store directory that is a symlink', async () => {
+    mkdirSync(join(dir, 'elsewhere'), { mode: 0o700 });
+    symlinkSync(join(dir, 'elsewhere'), store);
+    const run = await runCli(['list', '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'store_unsafe' } });
+  });
+
+  it('exits 2 on an unknown command or a missing required option', async () => {
+    expect((await runCli(['explode'], env)).code).toBe(EXIT.refused);
+    expect((await runCli(['dispatch', '--minion', MINION], env)).code).toBe(EXIT.refused);
+    expect((await runCli(['reconcile', REQUEST], env)).code).toBe(EXIT.refused);
+  });
+
+  it('exits 2 for a request it does not know', async () => {
+    const run = await runCli(['show', REQUEST, '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'not_found' } });
+  });
+});

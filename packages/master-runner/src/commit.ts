@@ -1,0 +1,43 @@
+import { ProtocolError, applyEvent, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import type { ResolvedDeps } from './deps.js';
+import { MasterRunnerError } from './errors.js';
+import type { UpdateOutcome } from './record-store.js';
+
+export interface CommitOptions {
+  /**
+   * Keep the stored record when the event no longer applies to it: another
+   * worker moved the request on between our network call and this commit
+   * (a poll racing a publication, or an operator's reconciliation).
+   */
+  readonly stale?: 'keep' | 'refuse';
+}
+
+/** One atomic unit: under the request lock, apply `event` to the stored record and write the result. */
+export async function commitEvent(
+  deps: ResolvedDeps,
+  requestId: string,
+  event: RequestEvent,
+  options: CommitOptions = {},
+): Promise<UpdateOutcome> {
+  const outcome = await deps.store.updateRequest(requestId, (current: RequestRecord) => {
+    try {
+      return applyEvent(current, event);
+    } catch (error) {
+      if (ProtocolError.isInstance(error) && error.code === 'illegal_transition') {
+        if (options.stale === 'keep') return current;
+        throw new MasterRunnerError('illegal_transition', error.message, { detail: error.code, requestId, cause: error });
+      }
+      throw error;
+    }
+  });
+  const { after } = outcome;
+  deps.logger.info(
+    { request_id: after.request_id, minion_id: after.minion_id, jid: after.jid, state: after.state, event: event.type, changed: outcome.changed },
+    outcome.changed ? 'request record updated' : 'request record kept',
+  );
+  return outcome;
+}
+
+export function nowIso(deps: ResolvedDeps): string {
+  return deps.now().toISOString();
+}

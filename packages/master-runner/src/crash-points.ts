@@ -1,0 +1,23 @@
+/*
+ * Test seam for the durable boundaries of DESIGN §6. When the environment
+ * variable ODUFLOW_TEST_CRASH_AT names a point, the process SIGKILLs itself
+ * there, so crash tests run the real CLI and observe what a power cut or an
+ * OOM kill would leave. When the variable is unset (always, in operation)
+ * nothing happens; it is read only at the boundary itself.
+ *
+ *   P1  record persisted (prepared), publish intent not yet persisted
+ *   P2  intent persisted (publishing), Salt not yet called
+ *   P3  Salt publish call returned, its outcome not yet recorded
+ *   P4  status answer fetched, not yet committed
+ */
+export const CRASH_POINTS = ['P1', 'P2', 'P3', 'P4'] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+export const CRASH_ENV = 'ODUFLOW_TEST_CRASH_AT';
+
+/** Kills this process with SIGKILL when ODUFLOW_TEST_CRASH_AT names `point`. */
+export function crashIfRequested(point: CrashPoint): void {
+  const requested = process.env[CRASH_ENV];
+  if (requested === undefined || requested !== point) return;
+  process.kill(process.pid, 'SIGKILL');
+}

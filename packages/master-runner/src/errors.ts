@@ -1,0 +1,73 @@
+/**
+ * The closed set of master-runner error codes. The CLI maps each to an exit
+ * status in one table (apps/master), so a code is part of the operator
+ * contract: add, never rename.
+ */
+export const MASTER_RUNNER_ERROR_CODES = [
+  /** An id, profile, state data or option failed validation; `detail` names the protocol code. */
+  'invalid_input',
+  /** The target has an unresolved request; only an operator reconciliation unblocks it. */
+  'target_blocked',
+  /** A caller-chosen request id is already bound to another minion, profile or digest. */
+  'request_conflict',
+  /** No record with that request id. */
+  'not_found',
+  /** The request is in a state where the operation does not apply (e.g. reconciling a terminal result). */
+  'illegal_transition',
+  /** The store path is a symlink, has the wrong owner or mode, or holds unsafe entries. */
+  'store_unsafe',
+  /** A stored record or index is not what this runner writes. */
+  'store_corrupt',
+  /** A store lock was held by another worker for longer than the wait. */
+  'store_busy',
+  /** Any other store I/O failure. */
+  'store_io',
+  /** The salt-api password file is not private (mode, owner, symlink, not a regular file). */
+  'credentials_insecure',
+  /** The salt-api password file cannot be read or is empty. */
+  'credentials_unreadable',
+  /** Configuration is missing or malformed (URL, eauth, timeouts). */
+  'config_invalid',
+  /** A bug or an impossible state: never expected in operation. */
+  'internal',
+] as const;
+
+export type MasterRunnerErrorCode = (typeof MASTER_RUNNER_ERROR_CODES)[number];
+
+const MARKER = Symbol.for('oduflow.master-runner.error');
+
+export interface MasterRunnerErrorOptions {
+  cause?: unknown;
+  /** A finer, stable code from another package (a protocol or receipt-store code). */
+  detail?: string;
+  /** The request the error is about, when there is one (safe to show). */
+  requestId?: string;
+}
+
+/**
+ * The one error type of `@oduflow/master-runner`. Messages say what was wrong
+ * in operator terms; they never carry state data, tokens or passwords.
+ */
+export class MasterRunnerError extends Error {
+  readonly [MARKER] = true;
+  override readonly name = 'MasterRunnerError';
+  readonly code: MasterRunnerErrorCode;
+  readonly detail: string | undefined;
+  readonly requestId: string | undefined;
+
+  constructor(code: MasterRunnerErrorCode, message: string, options: MasterRunnerErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.detail = options.detail;
+    this.requestId = options.requestId;
+  }
+
+  /** True for a MasterRunnerError from any copy of this package. */
+  static isInstance(error: unknown): error is MasterRunnerError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+  }
+}
+
+export function isMasterRunnerErrorCode(value: unknown): value is MasterRunnerErrorCode {
+  return typeof value === 'string' && (MASTER_RUNNER_ERROR_CODES as readonly string[]).includes(value);
+}

@@ -1,0 +1,47 @@
+import { pino, type Logger } from 'pino';
+
+/*
+ * Structured logs: one JSON object per line on stderr, with request_id,
+ * minion_id, jid and state where they apply. Callers never pass state data,
+ * tokens or passwords; `redact` is the second line of defence for the paths
+ * where they could appear by mistake.
+ */
+export const REDACTED_PATHS = [
+  'password',
+  'token',
+  'state_data_json',
+  'stateDataJson',
+  'legacy_fields',
+  'headers["x-auth-token"]',
+  '*.password',
+  '*.token',
+  '*.state_data_json',
+  '*.stateDataJson',
+  '*.legacy_fields',
+  '*.headers["x-auth-token"]',
+];
+
+export type { Logger } from 'pino';
+
+export interface LoggerOptions {
+  readonly level?: string;
+  /** File descriptor to write to; stderr by default so stdout stays for tables and JSON. */
+  readonly fd?: number;
+}
+
+export function createMasterLogger(options: LoggerOptions = {}): Logger {
+  return pino(
+    {
+      name: 'oduflow-master',
+      level: options.level ?? 'info',
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      base: { pid: process.pid },
+    },
+    pino.destination({ fd: options.fd ?? 2, sync: true }),
+  );
+}
+
+/** A logger that writes nothing, for library callers that bring none. */
+export function silentLogger(): Logger {
+  return pino({ enabled: false });
+}

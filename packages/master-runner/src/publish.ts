@@ -1,0 +1,61 @@
+import { isProtocolRecord, type ProtocolRequestRecord, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import { commitEvent, nowIso } from './commit.js';
+import type { ResolvedDeps } from './deps.js';
+import { MasterRunnerError } from './errors.js';
+import type { PublishOutcome } from './salt-client.js';
+
+/** What happened to one publication attempt. */
+export type PublishResultKind =
+  /** salt-api acknowledged it: the minion will run it once and keep a receipt. */
+  | 'published'
+  /** It may have gone out: it stays `publishing` and is only ever polled, never published again. */
+  | 'publish_uncertain'
+  /** Provably nothing left: back to `prepared` with the same JID, to be published later. */
+  | 'not_sent';
+
+export interface PublishResult {
+  readonly outcome: PublishResultKind;
+  readonly record: RequestRecord;
+  readonly reason?: string;
+}
+
+function eventFor(outcome: PublishOutcome, at: string): RequestEvent {
+  switch (outcome.kind) {
+    case 'acked':
+      return { type: 'publish_acked', at };
+    case 'not_sent':
+      return { type: 'publish_not_sent', at, reason: `publish_not_sent_${outcome.reason}` };
+    case 'uncertain':
+      return { type: 'publish_uncertain', at, reason: `publish_${outcome.reason}` };
+  }
+}
+
+/**
+ * Publishes a `prepared` record exactly once: the intent is committed first
+ * (so a crash or a lost acknowledgement can never authorize a second
+ * publication), then salt-api is called once, then its outcome is recorded.
+ * `stateDataJson` must be the text whose digest the record carries.
+ */
+export async function publishPrepared(deps: ResolvedDeps, record: ProtocolRequestRecord, stateDataJson: string): Promise<PublishResult> {
+  const intent = await commitEvent(deps, record.request_id, { type: 'intent_recorded', at: nowIso(deps) });
+  const publishing = intent.after;
+  if (!isProtocolRecord(publishing)) throw new MasterRunnerError('internal', 'a legacy record reached publication');
+  deps.crashAt('P2');
+
+  const outcome = await deps.salt.publish(publishing.minion_id, publishing.jid, 'oduflow_job.run', [
+    publishing.request_id,
+    publishing.profile,
+    stateDataJson,
+  ]);
+  deps.crashAt('P3');
+
+  const committed = await commitEvent(deps, publishing.request_id, eventFor(outcome, nowIso(deps)), { stale: 'keep' });
+  switch (outcome.kind) {
+    case 'acked':
+      return { outcome: 'published', record: committed.after };
+    case 'not_sent':
+      return { outcome: 'not_sent', record: committed.after, reason: outcome.reason };
+    case 'uncertain':
+      return { outcome: 'publish_uncertain', record: committed.after, reason: outcome.reason };
+  }
+}

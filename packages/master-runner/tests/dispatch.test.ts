@@ -1,0 +1,212 @@
+import { canonicalJson, type ProtocolRequestRecord } from '@oduflow/protocol';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dispatch } from '../src/dispatch.js';
+import { MasterRunnerError } from '../src/errors.js';
+import { poll } from '../src/poll.js';
+import { publishPending } from '../src/publish-pending.js';
+import { reconcile } from '../src/reconcile.js';
+import { createSaltApiClient } from '../src/salt-api-client.js';
+import { refusedUrl } from './support/salt-api-standin.js';
+import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World } from './support/harness.js';
+
+let world: World;
+beforeEach(async () => {
+  world = await makeWorld();
+});
+afterEach(async () => {
+  await world.close();
+});
+
+async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (MasterRunnerError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('dispatch', () => {
+  it('records the request, publishes it once under its JID and records the acknowledgement', async () => {
+    const result = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(result.outcome).toBe('published');
+    const record = result.record as ProtocolRequestRecord;
+    expect(record).toMatchObject({ state: 'published', publish_attempts: 1, role: 'roles.client_stack' });
+    expect(record.jid).toMatch(/^20261129100000\d{6}$/);
+    expect(world.standIn.publications).toEqual([
+      { minionId: MINION, jid: record.jid, fun: 'oduflow_job.run', args: [REQUEST_A, 'configure', ''] },
+    ]);
+    expect(await world.store.get(REQUEST_A)).toEqual(record);
+  });
+
+  it('publishes custom high data and stores only its digest', async () => {
+    const text = canonicalJson({ motd: { 'file.managed': [{ name: '/etc/motd' }, { contents: 'secret-looking-text' }] } });
+    const result = await dispatch(world.deps, { minionId: MINION, profile: 'custom', stateDataJson: text, requestId: REQUEST_A });
+    expect(result.outcome).toBe('published');
+    expect(world.standIn.publications[0]?.args[2]).toBe(text);
+    const stored = JSON.stringify(await world.store.get(REQUEST_A));
+    expect(stored).not.toContain('secret-looking-text');
+    expect((result.record as ProtocolRequestRecord).state_digest).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('chooses the next free JID when the clock gives one that is taken', async () => {
+    const frozen = () => new Date('2026-11-29T10:00:00.000Z');
+    await dispatch({ ...world.deps, now: frozen }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const second = await dispatch({ ...world.deps, now: frozen }, { minionId: OTHER_MINION, profile: 'configure', requestId: REQUEST_B });
+    expect((second.record as ProtocolRequestRecord).jid).toBe('20261129100000000001');
+  });
+
+  it('refuses a second dispatch to a target with an unresolved request, publishing nothing', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const error = await refusal(dispatch(world.deps, { minionId: MINION, profile: 'production', requestId: REQUEST_B }));
+    expect(error.code).toBe('target_blocked');
+    expect(error.requestId).toBe(REQUEST_A);
+    expect(world.standIn.publications).toHaveLength(1);
+    expect(await world.store.get(REQUEST_B)).toBeUndefined();
+  });
+
+  it('allows the next dispatch once the first request has a terminal receipt', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect((await poll(world.deps, REQUEST_A)).record.state).toBe('succeeded');
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'production', requestId: REQUEST_B })).outcome).toBe('published');
+  });
+
+  it('returns the existing record when the same request is dispatched again, publishing nothing', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const again = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(again.outcome).toBe('existing');
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('refuses a request id reused for another profile', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'production', requestId: REQUEST_A }))).code).toBe(
+      'request_conflict',
+    );
+  });
+
+  it.each([
+    ['a minion without the module', { retcode: 1, ret: "'oduflow_job.capabilities' is not available." }, 'capability_missing'],
+    ['an older protocol', { retcode: 0, ret: { protocol: 0, module_version: '0.9.0', salt_version: '3006.27' } }, 'capability_unsupported'],
+    ['another Salt version', { retcode: 0, ret: { protocol: 1, module_version: '1.0.0', salt_version: '3006.9' } }, 'capability_unsupported'],
+    ['no answer', { noReturn: true as const }, 'capability_no_return'],
+    ['a salt-api failure', { httpStatus: 500 }, 'capability_call_server_error'],
+  ])('rejects the request when capabilities show %s, publishing nothing and not blocking', async (_label, reply, reason) => {
+    world.standIn.capabilities = () => reply;
+    const result = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(result.outcome).toBe('rejected');
+    expect(result.record).toMatchObject({ state: 'rejected', reason });
+    expect(world.standIn.publications).toHaveLength(0);
+    world.standIn.capabilities = () => ({ retcode: 0, ret: { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' } });
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_B })).outcome).toBe('published');
+  });
+
+  it.each([
+    ['a lost acknowledgement', 'lost_ack' as const],
+    ['a publication timeout', 'hang' as const],
+    ['a 500 answer', 'error_500' as const],
+  ])('leaves %s published-uncertain: polled, never published again', async (_label, mode) => {
+    const uncertain = await makeWorld({ publishTimeoutMs: 300 });
+    try {
+      uncertain.standIn.publishMode = mode;
+      const result = await dispatch(uncertain.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+      expect(result.outcome).toBe('publish_uncertain');
+      expect(result.record.state).toBe('publishing');
+      uncertain.standIn.publishMode = 'ack';
+      expect(await publishPending(uncertain.deps)).toEqual([]);
+      const polled = await poll(uncertain.deps, REQUEST_A);
+      expect(polled.record).toMatchObject({ state: 'succeeded', passed: 60, total: 60 });
+      expect(uncertain.standIn.publicationsOf(REQUEST_A)).toBe(1);
+    } finally {
+      await uncertain.close();
+    }
+  });
+
+  it('returns a refused publication to prepared and publishes it later once, with the same JID', async () => {
+    const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
+    // Capability goes through the live stand-in; only the publication meets the refused port.
+    const salt = { call: world.salt.call.bind(world.salt), publish: refused.publish.bind(refused) };
+    const first = await dispatch({ ...world.deps, salt }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(first.outcome).toBe('not_sent');
+    expect(first.record).toMatchObject({ state: 'prepared', publish_attempts: 1 });
+    const jid = (first.record as ProtocolRequestRecord).jid;
+    expect(world.standIn.publications).toHaveLength(0);
+
+    const pending = await publishPending(world.deps);
+    expect(pending.map((p) => p.outcome)).toEqual(['published']);
+    expect(pending[0]?.record).toMatchObject({ state: 'published', jid, publish_attempts: 2 });
+    expect(await publishPending(world.deps)).toEqual([]);
+    expect(world.standIn.publicationsUnder(jid)).toBe(1);
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('publishes a pending request once when two workers publish pending requests at the same time', async () => {
+    const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
+    const salt = { call: world.salt.call.bind(world.salt), publish: refused.publish.bind(refused) };
+    await dispatch({ ...world.deps, salt }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const [a, b] = await Promise.all([publishPending(world.deps), publishPending(world.deps)]);
+    const outcomes = [...a, ...b].map((r) => r.outcome);
+    expect(outcomes.filter((o) => o === 'published')).toHaveLength(1);
+    expect(outcomes.filter((o) => o !== 'published' && o !== 'skipped')).toEqual([]);
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('publishes a pending custom request only with state data of the recorded digest', async () => {
+    const text = canonicalJson({ motd: { 'file.managed': [{ name: '/etc/motd' }] } });
+    const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
+    const salt = { call: world.salt.call.bind(world.salt), publish: refused.publish.bind(refused) };
+    await dispatch({ ...world.deps, salt }, { minionId: MINION, profile: 'custom', stateDataJson: text, requestId: REQUEST_A });
+    expect((await publishPending(world.deps)).map((p) => [p.outcome, p.reason])).toEqual([['skipped', 'state_data_required']]);
+    const other = canonicalJson({ motd: { 'file.absent': [{ name: '/etc/motd' }] } });
+    expect((await refusal(publishPending(world.deps, { requestId: REQUEST_A, stateDataJson: other }))).detail).toBe('binding_conflict');
+    const done = await publishPending(world.deps, { requestId: REQUEST_A, stateDataJson: text });
+    expect(done.map((p) => p.outcome)).toEqual(['published']);
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('refuses to publish a request that is already publishing', async () => {
+    world.standIn.publishMode = 'error_500';
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect((await refusal(publishPending(world.deps, { requestId: REQUEST_A }))).code).toBe('illegal_transition');
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('refuses bad input before touching the store or Salt', async () => {
+    for (const input of [
+      { minionId: 'client-NOPE', profile: 'configure' },
+      { minionId: MINION, profile: 'everything' },
+      { minionId: MINION, profile: 'configure', requestId: '00000000-0000-0000-0000-000000000000' },
+      { minionId: MINION, profile: 'custom', stateDataJson: '{"a":{"b":[{"parallel":true}]}}' },
+    ]) {
+      expect((await refusal(dispatch(world.deps, input))).code).toBe('invalid_input');
+    }
+    expect(world.standIn.calls).toHaveLength(0);
+    expect(readdirSync(join(world.storeRoot, 'requests'))).toEqual([]);
+    expect(readdirSync(join(world.storeRoot, 'jids'))).toEqual([]);
+  });
+});
+
+describe('reconcile', () => {
+  it('unblocks a target without publishing anything', async () => {
+    world.standIn.publishMode = 'error_500';
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const before = world.standIn.calls.length;
+    const record = await reconcile(world.deps, REQUEST_A, { reason: 'verified by hand on the host', actor: 'alice' });
+    expect(record).toMatchObject({ state: 'reconciled', reconciliation: { reason: 'verified by hand on the host', actor: 'alice' } });
+    expect(world.standIn.calls).toHaveLength(before);
+    world.standIn.publishMode = 'ack';
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_B })).outcome).toBe('published');
+  });
+
+  it('refuses to reconcile a terminal result or without a reason', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect((await refusal(reconcile(world.deps, REQUEST_A, { reason: '   ', actor: 'alice' }))).code).toBe('invalid_input');
+    expect((await refusal(reconcile(world.deps, REQUEST_A, { reason: 'line\nbreak', actor: 'alice' }))).code).toBe('invalid_input');
+    await poll(world.deps, REQUEST_A);
+    expect((await refusal(reconcile(world.deps, REQUEST_A, { reason: 'x', actor: 'alice' }))).code).toBe('illegal_transition');
+    expect((await refusal(reconcile(world.deps, REQUEST_B, { reason: 'x', actor: 'alice' }))).code).toBe('not_found');
+  });
+});

@@ -1,0 +1,162 @@
+import { createRequestRecord } from '@oduflow/protocol';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dispatch } from '../src/dispatch.js';
+import { MasterRunnerError } from '../src/errors.js';
+import { createFileRecordStore } from '../src/file-record-store.js';
+import { preflight } from '../src/preflight.js';
+import { reconcile } from '../src/reconcile.js';
+import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, scratchDir, type World } from './support/harness.js';
+
+async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (MasterRunnerError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a refusal');
+}
+
+function plant(world: World, dir: 'requests' | 'jids', name: string, value: unknown): void {
+  const path = join(world.storeRoot, dir, name);
+  writeFileSync(path, typeof value === 'string' ? value : JSON.stringify(value), { mode: 0o600 });
+  chmodSync(path, 0o600);
+}
+
+describe('opening the store', () => {
+  it('refuses a store directory that is a symlink and writes nothing', async () => {
+    const { dir, remove } = scratchDir();
+    try {
+      mkdirSync(join(dir, 'real'), { mode: 0o700 });
+      symlinkSync(join(dir, 'real'), join(dir, 'store'));
+      const error = await refusal(createFileRecordStore({ root: join(dir, 'store') }));
+      expect(error.code).toBe('store_unsafe');
+      expect(readdirSync(join(dir, 'real'))).toEqual([]);
+    } finally {
+      remove();
+    }
+  });
+
+  it('refuses a store directory others can read', async () => {
+    const { dir, remove } = scratchDir();
+    try {
+      mkdirSync(join(dir, 'store'), { mode: 0o755 });
+      chmodSync(join(dir, 'store'), 0o755);
+      expect((await refusal(createFileRecordStore({ root: join(dir, 'store') }))).code).toBe('store_unsafe');
+      expect(readdirSync(join(dir, 'store'))).toEqual([]);
+    } finally {
+      remove();
+    }
+  });
+
+  it('refuses a relative store path', async () => {
+    expect((await refusal(createFileRecordStore({ root: 'relative/store' }))).code).toBe('config_invalid');
+  });
+
+  it('creates the layout private and finds its records again after reopening', async () => {
+    const world = await makeWorld();
+    try {
+      await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+      const reopened = await createFileRecordStore({ root: world.storeRoot });
+      expect(await reopened.get(REQUEST_A)).toEqual(await world.store.get(REQUEST_A));
+      await reopened.close();
+      expect(readdirSync(world.storeRoot).sort()).toEqual(['jids', 'locks', 'requests']);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe('records at rest', () => {
+  let world: World;
+  beforeEach(async () => {
+    world = await makeWorld();
+  });
+  afterEach(async () => {
+    await world.close();
+  });
+
+  it('stops with store_corrupt on a damaged protocol 1 record instead of misreading it', async () => {
+    plant(world, 'requests', `${REQUEST_A}.json`, { protocol: 1, request_id: REQUEST_A, state: 'succeeded' });
+    expect((await refusal(world.store.get(REQUEST_A))).code).toBe('store_corrupt');
+    expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure' }))).code).toBe('store_corrupt');
+    expect(world.standIn.publications).toHaveLength(0);
+  });
+
+  it('stops with store_corrupt on a record that is not JSON', async () => {
+    plant(world, 'requests', `${REQUEST_A}.json`, '{"protocol":1,');
+    expect((await refusal(world.store.get(REQUEST_A))).code).toBe('store_corrupt');
+  });
+
+  it('burns a JID whose record was never written (crash between the two create writes) and does not block', async () => {
+    plant(world, 'jids', '20261129100000000000.json', { request_id: REQUEST_B, minion_id: MINION });
+    const frozen = () => new Date('2026-11-29T10:00:00.000Z');
+    const result = await dispatch({ ...world.deps, now: frozen }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(result.record).toMatchObject({ state: 'published', jid: '20261129100000000001' });
+    expect(await world.store.get(REQUEST_B)).toBeUndefined();
+  });
+
+  it('loads a record without protocol 1 as legacy, keeps its fields and blocks its target', async () => {
+    const original = { minion_id: MINION, fun: 'state.apply', status: 'dispatched', jid: '20251001000000000000' };
+    plant(world, 'requests', 'old-dispatch-17.json', original);
+    const legacy = await world.store.get('old-dispatch-17');
+    expect(legacy).toMatchObject({ protocol: null, state: 'legacy', minion_id: MINION, jid: '20251001000000000000', legacy_fields: original });
+    expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure' }))).code).toBe('target_blocked');
+    expect((await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure' })).outcome).toBe('published');
+
+    const report = await preflight(world.deps);
+    expect(report.clean).toBe(false);
+    expect(report.legacy.map((r) => r.request_id)).toEqual(['old-dispatch-17']);
+
+    await reconcile(world.deps, 'old-dispatch-17', { reason: 'old run checked on the host', actor: 'ops' });
+    const onDisk = JSON.parse(readFileSync(join(world.storeRoot, 'requests', 'old-dispatch-17.json'), 'utf8')) as Record<string, unknown>;
+    expect(onDisk).toMatchObject(original);
+    expect(onDisk['oduflow_reconciliation']).toMatchObject({ reason: 'old run checked on the host', actor: 'ops' });
+    expect((await world.store.get('old-dispatch-17'))?.state).toBe('reconciled');
+    expect((await preflight(world.deps)).clean).toBe(true);
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure' })).outcome).toBe('published');
+  });
+
+  it('lets a legacy record that names no target block every target (fail closed)', async () => {
+    plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
+    expect((await refusal(dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('target_blocked');
+  });
+
+  it('reports active unresolved requests in preflight', async () => {
+    world.standIn.publishMode = 'error_500';
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const report = await preflight(world.deps);
+    expect(report).toMatchObject({ clean: true, legacy: [] });
+    expect(report.unresolved.map((r) => [r.request_id, r.state])).toEqual([[REQUEST_A, 'publishing']]);
+  });
+
+  it('never writes state data, tokens or passwords into the store', async () => {
+    await dispatch(world.deps, {
+      minionId: MINION,
+      profile: 'custom',
+      requestId: REQUEST_A,
+      stateDataJson: '{"x":{"file.managed":[{"contents":"pw-in-state-data"}]}}',
+    });
+    for (const dir of ['requests', 'jids']) {
+      for (const name of readdirSync(join(world.storeRoot, dir))) {
+        const text = readFileSync(join(world.storeRoot, dir, name), 'utf8');
+        expect(text).not.toContain('pw-in-state-data');
+        expect(text).not.toContain(world.standIn.password);
+      }
+    }
+  });
+
+  it('keeps record files private (0600)', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const path = join(world.storeRoot, 'requests', `${REQUEST_A}.json`);
+    expect(existsSync(path)).toBe(true);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it('creates only records of the target the unit holds', async () => {
+    const foreign = createRequestRecord({ request_id: REQUEST_A, minion_id: OTHER_MINION, profile: 'configure', state_digest: '', jid: '20261129100000000000', at: 'x' });
+    expect((await refusal(world.store.withTarget(MINION, (unit) => unit.create(foreign)))).code).toBe('internal');
+  });
+});

@@ -1,0 +1,181 @@
+import { symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MasterRunnerError } from '../src/errors.js';
+import { createSaltApiClient } from '../src/salt-api-client.js';
+import { GOOD_CAPABILITIES, refusedUrl, startSaltApiStandIn, type SaltApiStandIn } from './support/salt-api-standin.js';
+import { MINION, REQUEST_A, scratchDir, writePasswordFile } from './support/harness.js';
+
+const JID = '20261129100000000000';
+
+let standIn: SaltApiStandIn;
+let scratch: { dir: string; remove: () => void };
+let passwordFile: string;
+
+beforeEach(async () => {
+  standIn = await startSaltApiStandIn();
+  scratch = scratchDir();
+  passwordFile = writePasswordFile(scratch.dir, standIn.password);
+});
+afterEach(async () => {
+  await standIn.close();
+  scratch.remove();
+});
+
+function client(overrides: { url?: string; timeoutMs?: number; passwordFile?: string } = {}) {
+  return createSaltApiClient({
+    url: overrides.url ?? standIn.url,
+    username: standIn.username,
+    passwordFile: overrides.passwordFile ?? passwordFile,
+    eauth: 'sharedsecret',
+    timeoutMs: overrides.timeoutMs ?? 1_000,
+  });
+}
+
+function creationError(fn: () => unknown): MasterRunnerError {
+  try {
+    fn();
+  } catch (error) {
+    if (MasterRunnerError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected an error');
+}
+
+describe('publish', () => {
+  it('sends local_async to exactly one minion with tgt_type list and our JID', async () => {
+    const outcome = await client().publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', '']);
+    expect(outcome).toEqual({ kind: 'acked' });
+    expect(standIn.calls).toEqual([
+      { client: 'local_async', fun: 'oduflow_job.run', tgt: [MINION], tgtType: 'list', args: [REQUEST_A, 'configure', ''] },
+    ]);
+    expect(standIn.publicationsUnder(JID)).toBe(1);
+  });
+
+  it('calls a lost acknowledgement uncertain, never unsent', async () => {
+    standIn.publishMode = 'lost_ack';
+    expect(await client().publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'uncertain',
+      reason: 'connection_reset',
+    });
+    expect(standIn.publicationsUnder(JID)).toBe(1);
+  });
+
+  it('calls a publication that outlives its deadline uncertain', async () => {
+    standIn.publishMode = 'hang';
+    expect(await client({ timeoutMs: 300 }).publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'uncertain',
+      reason: 'timeout',
+    });
+  });
+
+  it('calls a 500 answer uncertain', async () => {
+    standIn.publishMode = 'error_500';
+    expect(await client().publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'uncertain',
+      reason: 'server_error',
+    });
+  });
+
+  it('calls an answer without a matching minion uncertain', async () => {
+    standIn.publishMode = 'no_match';
+    expect(await client().publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'uncertain',
+      reason: 'no_matching_minion',
+    });
+  });
+
+  it('calls a refused connection provably not sent', async () => {
+    const outcome = await client({ url: await refusedUrl() }).publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', '']);
+    expect(outcome).toEqual({ kind: 'not_sent', reason: 'connection_refused' });
+  });
+
+  it('calls a publication not sent when salt-api refuses the credentials', async () => {
+    const wrong = writePasswordFile(join(scratch.dir), 'wrong-password', 0o400);
+    const outcome = await client({ passwordFile: wrong }).publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', '']);
+    expect(outcome).toEqual({ kind: 'not_sent', reason: 'auth_failed' });
+    expect(standIn.publications).toHaveLength(0);
+  });
+});
+
+describe('tokens', () => {
+  it('logs in once and reuses the token', async () => {
+    const salt = client();
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    expect(standIn.logins).toBe(1);
+  });
+
+  it('renews the token after a 401 and publishes exactly once', async () => {
+    const salt = client();
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    standIn.dropTokens();
+    expect(await salt.publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({ kind: 'acked' });
+    expect(standIn.logins).toBe(2);
+    expect(standIn.publicationsUnder(JID)).toBe(1);
+  });
+
+  it('renews a token that is about to expire before using it', async () => {
+    await standIn.close();
+    standIn = await startSaltApiStandIn({ tokenLifeS: 30 });
+    passwordFile = writePasswordFile(scratch.dir, standIn.password, 0o600);
+    const salt = client();
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    expect(standIn.logins).toBe(2);
+  });
+});
+
+describe('call', () => {
+  it('asks with local, full_return and a Salt timeout below its own deadline', async () => {
+    const outcome = await client().call(MINION, 'oduflow_job.capabilities', [], 5_000);
+    expect(outcome).toEqual({ kind: 'returned', retcode: 0, ret: GOOD_CAPABILITIES });
+    expect(standIn.calls[0]).toMatchObject({ client: 'local', tgt: [MINION], tgtType: 'list' });
+  });
+
+  it('reports a minion that did not answer, and a target Salt does not know', async () => {
+    standIn.capabilities = () => ({ noReturn: true });
+    expect(await client().call(MINION, 'oduflow_job.capabilities', [], 1_000)).toEqual({ kind: 'no_return' });
+    standIn.capabilities = () => ({ noTarget: true });
+    expect(await client().call(MINION, 'oduflow_job.capabilities', [], 1_000)).toEqual({ kind: 'no_target' });
+  });
+
+  it('enforces its own deadline when salt-api keeps the call open', async () => {
+    standIn.capabilities = () => ({ hang: true });
+    expect(await client().call(MINION, 'oduflow_job.capabilities', [], 300)).toEqual({ kind: 'failed', reason: 'timeout', sent: true });
+  });
+
+  it('reports a body that is not salt-api JSON as malformed', async () => {
+    standIn.capabilities = () => ({ body: '<html>oops</html>' });
+    expect(await client().call(MINION, 'oduflow_job.capabilities', [], 1_000)).toEqual({
+      kind: 'failed',
+      reason: 'malformed_response',
+      sent: true,
+    });
+  });
+});
+
+describe('configuration and credentials', () => {
+  it('refuses a password file readable by others, naming the rule and not the password', () => {
+    const loose = writePasswordFile(scratch.dir, standIn.password, 0o644);
+    const error = creationError(() => client({ passwordFile: loose }));
+    expect(error.code).toBe('credentials_insecure');
+    expect(error.message).toContain('mode 644');
+    expect(error.message).not.toContain(standIn.password);
+  });
+
+  it('refuses a password file that is a symlink', () => {
+    const link = join(scratch.dir, 'password-link');
+    symlinkSync(passwordFile, link);
+    expect(creationError(() => client({ passwordFile: link })).code).toBe('credentials_insecure');
+  });
+
+  it('reports a missing password file as unreadable', () => {
+    expect(creationError(() => client({ passwordFile: join(scratch.dir, 'absent') })).code).toBe('credentials_unreadable');
+  });
+
+  it('refuses a URL with credentials or another scheme', () => {
+    expect(creationError(() => client({ url: 'http://user:pw@127.0.0.1:1' })).code).toBe('config_invalid');
+    expect(creationError(() => client({ url: 'ftp://127.0.0.1' })).code).toBe('config_invalid');
+  });
+});

@@ -1,0 +1,227 @@
+import { stateDigest } from '@oduflow/protocol';
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/*
+ * A salt-api (rest_cherrypy) stand-in: a real HTTP server speaking the subset
+ * the runner uses (POST /login, POST / with local_async and local chunks), in
+ * front of simulated minions that behave like oduflow_job: a publication runs
+ * the request once and leaves a receipt; status answers from that evidence.
+ * It counts every publication per request id and per JID, which is what the
+ * "never a second publication" assertions read.
+ */
+
+export type PublishMode =
+  /** Publish and acknowledge. */
+  | 'ack'
+  /** Publish, then drop the connection before answering. */
+  | 'lost_ack'
+  /** Publish, then never answer. */
+  | 'hang'
+  /** Publish, then answer 500. */
+  | 'error_500'
+  /** Answer {} (no accepted key matched); nothing is published. */
+  | 'no_match';
+
+/** A raw answer for a `local` call, or a transport-level behaviour. */
+export type CallReply =
+  | { readonly ret: unknown; readonly retcode: number }
+  | { readonly noReturn: true }
+  | { readonly noTarget: true }
+  | { readonly httpStatus: number }
+  | { readonly body: string }
+  | { readonly hang: true }
+  /** The reply, sent only once `after` settles (to order racing callers). */
+  | { readonly after: Promise<void>; readonly reply: CallReply };
+
+export interface Publication {
+  readonly minionId: string;
+  readonly jid: string;
+  readonly fun: string;
+  readonly args: readonly unknown[];
+}
+
+interface Execution {
+  readonly jid: string;
+  readonly profile: string;
+  readonly digest: string;
+}
+
+export interface StandInOptions {
+  readonly username?: string;
+  readonly password?: string;
+  /** Token lifetime reported by /login, seconds. */
+  readonly tokenLifeS?: number;
+}
+
+export interface SaltApiStandIn {
+  readonly url: string;
+  readonly username: string;
+  readonly password: string;
+  readonly publications: Publication[];
+  /** Every chunk received on POST / (after auth), in order. */
+  readonly calls: { readonly client: string; readonly fun: string; readonly tgt: unknown; readonly tgtType: unknown; readonly args: readonly unknown[] }[];
+  logins: number;
+  publishMode: PublishMode;
+  /** Overrides the simulated capabilities answer. */
+  capabilities: (minionId: string) => CallReply;
+  /** Overrides the simulated status answer; `simulated` is what the minion would say. */
+  status: (args: readonly unknown[], minionId: string, simulated: CallReply) => CallReply;
+  /** The result the simulated minion reaches when it runs a request. */
+  result: { status: 'succeeded' | 'failed' | 'unknown'; passed: number; total: number };
+  publicationsOf(requestId: string): number;
+  publicationsUnder(jid: string): number;
+  /** Forgets every issued token: the next authenticated call gets 401 (as after a salt-api restart). */
+  dropTokens(): void;
+  close(): Promise<void>;
+}
+
+export const GOOD_CAPABILITIES = { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' };
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+export async function startSaltApiStandIn(options: StandInOptions = {}): Promise<SaltApiStandIn> {
+  const username = options.username ?? 'oduflow';
+  const password = options.password ?? `pw-${randomBytes(8).toString('hex')}`;
+  const tokens = new Set<string>();
+  const executions = new Map<string, Execution>();
+  const sockets = new Set<Socket>();
+
+  const simulatedStatus = (args: readonly unknown[], minionId: string): CallReply => {
+    const [requestId, jid, profile, digest] = args as string[];
+    const done = executions.get(`${minionId}/${requestId}`);
+    const shape = { protocol: 1, minion_id: minionId, request_id: requestId, jid, profile, state_digest: digest };
+    if (done === undefined) return { retcode: 0, ret: { ...shape, status: 'not_started', passed: 0, total: 0 } };
+    if (done.jid !== jid || done.profile !== profile || done.digest !== digest) {
+      return { retcode: 1, ret: { protocol: 1, error: 'binding_conflict', message: 'the receipt for this request is bound to another JID' } };
+    }
+    return { retcode: 0, ret: { ...shape, ...standIn.result } };
+  };
+
+  const replyToCall = (res: ServerResponse, minionId: string, reply: CallReply): void => {
+    if ('after' in reply) {
+      void reply.after.then(() => replyToCall(res, minionId, reply.reply));
+      return;
+    }
+    if ('hang' in reply) return;
+    if ('httpStatus' in reply) return send(res, reply.httpStatus, { status: reply.httpStatus });
+    if ('body' in reply) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(reply.body);
+      return;
+    }
+    if ('noTarget' in reply) return send(res, 200, { return: [{}] });
+    if ('noReturn' in reply) return send(res, 200, { return: [{ [minionId]: false }] });
+    send(res, 200, { return: [{ [minionId]: { ret: reply.ret, retcode: reply.retcode, jid: '20261129000000000000' } }] });
+  };
+
+  const handleChunk = (res: ServerResponse, chunk: Record<string, unknown>): void => {
+    const tgt = chunk['tgt'];
+    const minionId = Array.isArray(tgt) && typeof tgt[0] === 'string' ? tgt[0] : '';
+    const fun = String(chunk['fun']);
+    const args = Array.isArray(chunk['arg']) ? (chunk['arg'] as unknown[]) : [];
+    standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
+
+    if (chunk['client'] === 'local_async') {
+      const jid = String(chunk['jid']);
+      if (standIn.publishMode === 'no_match') return send(res, 200, { return: [{}] });
+      standIn.publications.push({ minionId, jid, fun, args });
+      const [requestId, profile, text] = args as string[];
+      const key = `${minionId}/${requestId}`;
+      // Like oduflow_job: one execution per request; the receipt is bound to the first JID.
+      if (!executions.has(key)) {
+        executions.set(key, { jid, profile: String(profile), digest: profile === 'custom' ? stateDigest(text) : '' });
+      }
+      switch (standIn.publishMode) {
+        case 'ack':
+          return send(res, 200, { return: [{ jid, minions: [minionId] }] });
+        case 'lost_ack':
+          res.socket?.destroy();
+          return;
+        case 'hang':
+          return;
+        case 'error_500':
+          return send(res, 500, { status: 500, message: 'Internal Server Error' });
+      }
+    }
+    if (chunk['client'] === 'local') {
+      if (fun === 'oduflow_job.capabilities') return replyToCall(res, minionId, standIn.capabilities(minionId));
+      if (fun === 'oduflow_job.status') return replyToCall(res, minionId, standIn.status(args, minionId, simulatedStatus(args, minionId)));
+      return replyToCall(res, minionId, { retcode: 1, ret: `'${fun}' is not available.` });
+    }
+    send(res, 400, { status: 400, message: 'Client disabled' });
+  };
+
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = await readBody(req);
+      if (req.method === 'POST' && req.url === '/login') {
+        standIn.logins += 1;
+        const creds = JSON.parse(body) as Record<string, unknown>;
+        if (creds['username'] !== username || creds['password'] !== password) return send(res, 401, { status: 401 });
+        const token = randomBytes(20).toString('hex');
+        tokens.add(token);
+        const expire = Date.now() / 1000 + (options.tokenLifeS ?? 43200);
+        return send(res, 200, { return: [{ token, expire, start: Date.now() / 1000, user: username, eauth: creds['eauth'], perms: ['.*'] }] }, { 'x-auth-token': token });
+      }
+      if (req.method === 'POST' && req.url === '/') {
+        const token = req.headers['x-auth-token'];
+        if (typeof token !== 'string' || !tokens.has(token)) return send(res, 401, { status: 401 });
+        const lowstate = JSON.parse(body) as unknown;
+        if (!Array.isArray(lowstate) || lowstate.length !== 1) return send(res, 400, { status: 400 });
+        return handleChunk(res, lowstate[0] as Record<string, unknown>);
+      }
+      send(res, 404, { status: 404 });
+    })();
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  const standIn: SaltApiStandIn = {
+    url: `http://127.0.0.1:${port}`,
+    username,
+    password,
+    publications: [],
+    calls: [],
+    logins: 0,
+    publishMode: 'ack',
+    capabilities: () => ({ retcode: 0, ret: GOOD_CAPABILITIES }),
+    status: (_args, _minion, simulated) => simulated,
+    result: { status: 'succeeded', passed: 60, total: 60 },
+    publicationsOf: (requestId) => standIn.publications.filter((p) => p.args[0] === requestId).length,
+    publicationsUnder: (jid) => standIn.publications.filter((p) => p.jid === jid).length,
+    dropTokens: () => tokens.clear(),
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return standIn;
+}
+
+/** A TCP port on loopback that nothing listens on (bound, then released). */
+export async function refusedUrl(): Promise<string> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
