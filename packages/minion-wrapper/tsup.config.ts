@@ -7,4 +7,6 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // The CJS build needs import.meta.url to locate the package root (salt/).
+  shims: true,
 });

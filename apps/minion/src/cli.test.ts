@@ -1,0 +1,84 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { moduleBytes, moduleSha256, renderClientReceiptsSls } from '@oduflow/minion-wrapper';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const cli = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
+const work = mkdtempSync(join(tmpdir(), 'oduflow-minion-cli-test-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** Runs the built bin as a real process, through its #! line. */
+const run = (...args: string[]) => spawnSync(cli, args, { encoding: 'utf8' });
+const minionId = 'client-5d1f6c9e-2b4a-4c8d-8e7f-0a1b2c3d4e5f';
+
+describe('oduflow-minion', () => {
+  it('is built as an executable ESM script', () => {
+    expect(readFileSync(cli, 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(statSync(cli).mode & 0o111).not.toBe(0);
+  });
+
+  it('prints the cloud-init fragment carrying the reviewed module', () => {
+    const result = run('cloud-init', '--minion-id', minionId, '--master', 'salt.internal', '--extmods', '/opt/extmods');
+    expect(result.status).toBe(0);
+    expect(result.stdout.startsWith('#cloud-config\n')).toBe(true);
+    expect(result.stdout).toContain('- path: "/opt/extmods/modules/oduflow_job.py"');
+    expect(result.stdout).toContain(moduleBytes().toString('base64'));
+    expect(result.stdout).toContain(`${moduleSha256()}  /opt/extmods/modules/oduflow_job.py`);
+  });
+
+  it('refuses a non-canonical minion id with a usage error and no output', () => {
+    const result = run('cloud-init', '--minion-id', 'client-NOT-A-UUID', '--master', 'salt');
+    expect(result.status).toBe(64);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('invalid_minion_id');
+    expect(result.stderr).not.toContain('NOT-A-UUID');
+  });
+
+  it('writes the file tree a master serves', () => {
+    const out = join(work, 'srv');
+    const result = run('file-tree', '--out', out, '--json');
+    expect(result.status).toBe(0);
+    const tree = JSON.parse(result.stdout) as { moduleSha256: string; files: Array<{ path: string }> };
+    expect(tree.moduleSha256).toBe(moduleSha256());
+    expect(tree.files.map((f) => f.path)).toEqual(['_modules/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']);
+    expect(readFileSync(join(out, '_modules', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
+    expect(readFileSync(join(out, 'client_receipts', 'init.sls'), 'utf8')).toBe(renderClientReceiptsSls());
+    expect(spawnSync('sha256sum', ['--check', '--status', 'SHA256SUMS'], { cwd: out }).status).toBe(0);
+  });
+
+  it('verifies an installed module: 0 when it matches, 2 when changed or missing', () => {
+    const extmods = join(work, 'extmods');
+    const installed = join(extmods, 'modules', 'oduflow_job.py');
+    mkdirSync(dirname(installed), { recursive: true });
+    writeFileSync(installed, moduleBytes());
+    chmodSync(installed, 0o644);
+
+    const ok = run('verify', '--extmods', extmods, '--json');
+    expect(ok.status).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, status: 'ok', actualSha256: moduleSha256() });
+    const table = run('verify', '--extmods', extmods);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toMatch(/^status +ok$/m);
+
+    writeFileSync(installed, Buffer.concat([moduleBytes(), Buffer.from('\n')]));
+    const changed = run('verify', '--extmods', extmods, '--json');
+    expect(changed.status).toBe(2);
+    expect(JSON.parse(changed.stdout)).toMatchObject({ ok: false, status: 'digest_mismatch' });
+
+    const missing = run('verify', '--extmods', join(work, 'empty'), '--json');
+    expect(missing.status).toBe(2);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ ok: false, status: 'missing' });
+  });
+
+  it('exits 1 on an internal error such as an unreadable extmods directory', () => {
+    const blocked = join(work, 'blocked');
+    mkdirSync(blocked);
+    writeFileSync(join(blocked, 'modules'), 'not a directory');
+    const result = run('verify', '--extmods', blocked);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('internal error');
+  });
+});

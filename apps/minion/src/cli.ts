@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { MinionWrapperError } from '@oduflow/minion-wrapper';
+import { EXIT, cloudInitCommand, fileTreeCommand, formatTable, verifyCommand } from './commands.js';
+
+const program = new Command()
+  .name('oduflow-minion')
+  .description('Minion-side bootstrap for oduflow: cloud-init fragment, Salt file tree, install verification.')
+  .exitOverride()
+  .showHelpAfterError();
+
+program
+  .command('cloud-init')
+  .description('print the #cloud-config fragment that installs and verifies oduflow_job before salt-minion starts')
+  .requiredOption('--minion-id <id>', 'client-<uuid> (canonical lowercase RFC 9562 UUID)')
+  .requiredOption('--master <host>', 'Salt master host name or IP address')
+  .option('--extmods <dir>', 'minion extension-module directory', '/var/cache/salt/minion/extmods')
+  .action((options: { minionId: string; master: string; extmods: string }) => {
+    process.stdout.write(cloudInitCommand(options));
+  });
+
+program
+  .command('file-tree')
+  .description('write the Salt file tree a master serves: _modules/oduflow_job.py, client_receipts/init.sls, SHA256SUMS')
+  .requiredOption('--out <dir>', 'file_roots directory to write into (other files are left alone)')
+  .option('--json', 'machine-readable output')
+  .action((options: { out: string; json?: boolean }) => {
+    const tree = fileTreeCommand(options.out);
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify(tree)}\n`);
+    } else {
+      process.stdout.write(
+        formatTable([
+          ['dir', tree.dir],
+          ['module_version', tree.moduleVersion],
+          ...tree.files.map((file): [string, string] => [file.path, `sha256 ${file.sha256}  ${file.bytes} bytes`]),
+        ]),
+      );
+    }
+  });
+
+program
+  .command('verify')
+  .description('check <extmods>/modules/oduflow_job.py against the reviewed digest (exit 0 ok, 2 mismatch or missing)')
+  .requiredOption('--extmods <dir>', 'minion extension-module directory')
+  .option('--json', 'machine-readable output')
+  .action((options: { extmods: string; json?: boolean }) => {
+    const result = verifyCommand(options.extmods);
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+    } else {
+      process.stdout.write(
+        formatTable([
+          ['status', result.status],
+          ['path', result.path],
+          ['expected_sha256', result.expectedSha256],
+          ['actual_sha256', result.actualSha256 ?? '-'],
+          ['mode', result.mode ?? '-'],
+        ]),
+      );
+    }
+    process.exitCode = result.ok ? EXIT.ok : EXIT.verificationFailed;
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // help and version exit 0; usage errors were already printed by commander
+    process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  } else if (error instanceof MinionWrapperError) {
+    process.stderr.write(`oduflow-minion: ${error.code}: ${error.message}\n`);
+    process.exitCode = error.code === 'module_asset_unreadable' ? EXIT.internal : EXIT.usage;
+  } else {
+    process.stderr.write(`oduflow-minion: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = EXIT.internal;
+  }
+}

@@ -1,0 +1,114 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_EXTMODS_DIR, PACKAGE_ROOT, moduleBytes, moduleSha256, planCloudInit, renderCloudInit } from './index.js';
+
+/** PyYAML, as cloud-init parses it: the project venv, else the system python3. */
+function parseYaml(text: string): unknown {
+  const venvPython = join(PACKAGE_ROOT, '..', '..', '.venv', 'bin', 'python');
+  const python = existsSync(venvPython) ? venvPython : 'python3';
+  const script = 'import sys, json, yaml; json.dump(yaml.safe_load(sys.stdin.read()), sys.stdout)';
+  return JSON.parse(execFileSync(python, ['-c', script], { input: text, encoding: 'utf8' })) as unknown;
+}
+
+interface WriteFile { path: string; owner: string; permissions: string; encoding?: string; content: string }
+interface Fragment { write_files: WriteFile[]; runcmd: string[][] }
+
+const minionId = 'client-0b7e3a52-8f1c-4d2e-9a6b-3c5d7e9f1a2b';
+const work = mkdtempSync(join(tmpdir(), 'oduflow-cloud-init-test-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('renderCloudInit', () => {
+  it('renders a #cloud-config document whose write_files carry the exact module bytes', () => {
+    const text = renderCloudInit({ minionId, masterHost: 'salt.example.net' });
+    expect(text.startsWith('#cloud-config\n')).toBe(true);
+    const doc = parseYaml(text) as Fragment;
+    const [module, config] = doc.write_files;
+    expect(module?.path).toBe(`${DEFAULT_EXTMODS_DIR}/modules/oduflow_job.py`);
+    expect(module?.encoding).toBe('b64');
+    expect(module?.owner).toBe('root:root');
+    expect(module?.permissions).toBe('0644');
+    expect(Buffer.from(module?.content ?? '', 'base64').equals(moduleBytes())).toBe(true);
+    expect(config?.path).toBe('/etc/salt/minion.d/oduflow.conf');
+    const settings = parseYaml(config?.content ?? '') as Record<string, unknown>;
+    expect(settings).toEqual({
+      id: minionId,
+      master: 'salt.example.net',
+      multiprocessing: true,
+      extension_modules: DEFAULT_EXTMODS_DIR,
+    });
+  });
+
+  it('checks the module digest with sha256sum before it enables or starts salt-minion', () => {
+    const doc = parseYaml(renderCloudInit({ minionId, masterHost: '10.0.0.5', extmodsDir: '/srv/extmods/' })) as Fragment;
+    expect(doc.runcmd).toHaveLength(1);
+    const [shell, flags, script] = doc.runcmd[0] ?? [];
+    expect([shell, flags]).toEqual(['sh', '-ec']);
+    expect(script).toContain(`${moduleSha256()}  /srv/extmods/modules/oduflow_job.py`);
+    const check = script?.indexOf('sha256sum --check') ?? -1;
+    expect(check).toBeGreaterThanOrEqual(0);
+    expect(script?.indexOf('systemctl enable salt-minion')).toBeGreaterThan(check);
+    expect(script?.indexOf('systemctl restart salt-minion')).toBeGreaterThan(check);
+  });
+
+  it('starts salt-minion only when the installed file matches the digest', () => {
+    const root = join(work, 'runcmd');
+    const extmods = join(root, 'extmods');
+    const plan = planCloudInit({ minionId, masterHost: '127.0.0.1', extmodsDir: extmods });
+    const bin = join(root, 'bin');
+    mkdirSync(bin, { recursive: true });
+    const log = join(root, 'systemctl.log');
+    writeFileSync(join(bin, 'systemctl'), `#!/bin/sh\necho "$*" >> '${log}'\n`);
+    chmodSync(join(bin, 'systemctl'), 0o755);
+    const module = plan.files[0];
+    if (!module) throw new Error('plan has no module file');
+    mkdirSync(dirname(module.path), { recursive: true });
+    writeFileSync(module.path, module.content);
+    const run = () =>
+      spawnSync('sh', ['-ec', plan.runcmdScript], { env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` }, encoding: 'utf8' });
+
+    const good = run();
+    expect(good.status).toBe(0);
+    expect(readFileSync(log, 'utf8')).toBe('enable salt-minion\nrestart salt-minion\n');
+
+    writeFileSync(module.path, Buffer.concat([module.content, Buffer.from('\n# tampered\n')]));
+    const bad = run();
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('does not match the reviewed SHA-256');
+    expect(readFileSync(log, 'utf8')).toBe('enable salt-minion\nrestart salt-minion\n');
+  });
+
+  it('refuses a minion id that is not client- plus a canonical lowercase UUID', () => {
+    const bad = [
+      'client-0B7E3A52-8F1C-4D2E-9A6B-3C5D7E9F1A2B',
+      'client-0b7e3a52-8f1c-0d2e-9a6b-3c5d7e9f1a2b',
+      'client-0b7e3a52-8f1c-9d2e-9a6b-3c5d7e9f1a2b',
+      'client-0b7e3a52-8f1c-4d2e-ca6b-3c5d7e9f1a2b',
+      'client-00000000-0000-0000-0000-000000000000',
+      'client-ffffffff-ffff-ffff-ffff-ffffffffffff',
+      `${minionId}\n`,
+      minionId.slice('client-'.length),
+      `xclient-${minionId.slice('client-'.length)}`,
+      'client-0b7e3a528f1c4d2e9a6b3c5d7e9f1a2b',
+    ];
+    for (const id of bad) {
+      expect(() => renderCloudInit({ minionId: id, masterHost: 'salt' })).toThrow(
+        expect.objectContaining({ code: 'invalid_minion_id' }),
+      );
+    }
+  });
+
+  it('refuses a master or an extmods path that could break out of the YAML or the shell', () => {
+    for (const masterHost of ['', 'salt;reboot', 'a b', "salt'", '-salt', 'salt\n']) {
+      expect(() => renderCloudInit({ minionId, masterHost })).toThrow(expect.objectContaining({ code: 'invalid_master_host' }));
+    }
+    for (const extmodsDir of ['relative/dir', '/', '/var/../etc', "/var/o'dd", '/var//x', '/var/$HOME']) {
+      expect(() => renderCloudInit({ minionId, masterHost: 'salt', extmodsDir })).toThrow(
+        expect.objectContaining({ code: 'invalid_path' }),
+      );
+    }
+    expect(planCloudInit({ minionId, masterHost: '::1' }).masterHost).toBe('::1');
+  });
+});

@@ -1,0 +1,59 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { moduleBytes, moduleSha256, moduleVersion, renderClientReceiptsSls, verifyInstalledModule, writeSaltFileTree } from './index.js';
+
+const work = mkdtempSync(join(tmpdir(), 'oduflow-file-tree-test-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('writeSaltFileTree', () => {
+  it('writes the module, the rendered state and a SHA256SUMS that sha256sum accepts', () => {
+    const out = join(work, 'srv');
+    mkdirSync(join(out, 'roles'), { recursive: true });
+    writeFileSync(join(out, 'roles', 'keep.sls'), 'x: {}\n');
+    const tree = writeSaltFileTree(out);
+    expect(tree.moduleSha256).toBe(moduleSha256());
+    expect(tree.moduleVersion).toBe(moduleVersion());
+    expect(tree.files.map((f) => f.path)).toEqual(['_modules/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']);
+    expect(readFileSync(join(out, '_modules', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
+    expect(readFileSync(join(out, 'client_receipts', 'init.sls'), 'utf8')).toBe(renderClientReceiptsSls());
+    expect(readFileSync(join(out, 'roles', 'keep.sls'), 'utf8')).toBe('x: {}\n');
+    const check = execFileSync('sha256sum', ['--check', '--strict', 'SHA256SUMS'], { cwd: out, encoding: 'utf8' });
+    expect(check).toBe('_modules/oduflow_job.py: OK\nclient_receipts/init.sls: OK\n');
+    expect(spawnSync('sha256sum', ['--check', 'SHA256SUMS'], { cwd: out }).status).toBe(0);
+  });
+});
+
+describe('verifyInstalledModule', () => {
+  const install = (name: string, content: Buffer, mode = 0o644): string => {
+    const extmods = join(work, name);
+    mkdirSync(join(extmods, 'modules'), { recursive: true });
+    writeFileSync(join(extmods, 'modules', 'oduflow_job.py'), content);
+    chmodSync(join(extmods, 'modules', 'oduflow_job.py'), mode);
+    return extmods;
+  };
+
+  it('accepts the reviewed module', () => {
+    const result = verifyInstalledModule(install('ok', moduleBytes()));
+    expect(result).toMatchObject({ ok: true, status: 'ok', actualSha256: moduleSha256(), mode: '0644' });
+  });
+
+  it('reports a changed, missing, linked or group-writable module', () => {
+    expect(verifyInstalledModule(install('changed', Buffer.concat([moduleBytes(), Buffer.from('#')])))).toMatchObject({
+      ok: false,
+      status: 'digest_mismatch',
+    });
+    expect(verifyInstalledModule(join(work, 'nothing'))).toMatchObject({ ok: false, status: 'missing', mode: null });
+    const linked = join(work, 'linked');
+    mkdirSync(join(linked, 'modules'), { recursive: true });
+    symlinkSync(join(install('target', moduleBytes()), 'modules', 'oduflow_job.py'), join(linked, 'modules', 'oduflow_job.py'));
+    expect(verifyInstalledModule(linked)).toMatchObject({ ok: false, status: 'not_a_regular_file' });
+    expect(verifyInstalledModule(install('writable', moduleBytes(), 0o664))).toMatchObject({
+      ok: false,
+      status: 'unsafe_permissions',
+      mode: '0664',
+    });
+  });
+});

@@ -1,0 +1,70 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { renderClientReceiptsSls } from './client-receipts.js';
+import { MODULE_FILE_NAME, MODULE_PATH, parseModuleVersion, readAsset, sha256Hex } from './module-asset.js';
+
+/** Paths inside the Salt file tree a master serves, relative to its file_roots entry. */
+export const FILE_TREE_MODULE_PATH = `_modules/${MODULE_FILE_NAME}`;
+export const FILE_TREE_SLS_PATH = 'client_receipts/init.sls';
+export const FILE_TREE_SUMS_PATH = 'SHA256SUMS';
+
+export interface SaltFileTreeOptions {
+  /** Module file to serve; defaults to the reviewed {@link MODULE_PATH}. For tests only. */
+  moduleSource?: string;
+}
+
+export interface SaltFileTreeEntry {
+  /** Path relative to the tree root. */
+  path: string;
+  sha256: string;
+  bytes: number;
+}
+
+export interface SaltFileTree {
+  dir: string;
+  moduleSha256: string;
+  moduleVersion: string;
+  /** The module and the state, in SHA256SUMS order; SHA256SUMS itself last. */
+  files: SaltFileTreeEntry[];
+}
+
+function writeAtomic(path: string, content: Buffer): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+  const temp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(temp, 'wx', 0o644);
+  try {
+    let offset = 0;
+    while (offset < content.length) offset += writeSync(fd, content, offset);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, path);
+}
+
+/**
+ * Writes (or refreshes) the oduflow part of a master's Salt file tree under
+ * `outDir`: `_modules/oduflow_job.py`, `client_receipts/init.sls` rendered
+ * with the module's SHA-256, and `SHA256SUMS` (sha256sum format, paths
+ * relative to `outDir`). Other files in `outDir` are left alone.
+ */
+export function writeSaltFileTree(outDir: string, options: SaltFileTreeOptions = {}): SaltFileTree {
+  const dir = resolve(outDir);
+  const module = readAsset(options.moduleSource ?? MODULE_PATH, 'oduflow_job module');
+  const moduleSha256 = sha256Hex(module);
+  const moduleVersion = parseModuleVersion(module);
+  const sls = Buffer.from(renderClientReceiptsSls(moduleSha256), 'utf8');
+  const entries: Array<[string, Buffer]> = [
+    [FILE_TREE_MODULE_PATH, module],
+    [FILE_TREE_SLS_PATH, sls],
+  ];
+  const sums = Buffer.from(entries.map(([path, bytes]) => `${sha256Hex(bytes)}  ${path}\n`).join(''), 'utf8');
+  entries.push([FILE_TREE_SUMS_PATH, sums]);
+  for (const [path, bytes] of entries) writeAtomic(join(dir, path), bytes);
+  return {
+    dir,
+    moduleSha256,
+    moduleVersion,
+    files: entries.map(([path, bytes]) => ({ path, sha256: sha256Hex(bytes), bytes: bytes.length })),
+  };
+}
