@@ -14,8 +14,16 @@ export const MINION_WRAPPER_ERROR_CODES = [
 
 export type MinionWrapperErrorCode = (typeof MINION_WRAPPER_ERROR_CODES)[number];
 
+const MARKER = Symbol.for('oduflow.minion-wrapper.error');
+
 export class MinionWrapperError extends Error {
+  readonly [MARKER] = true;
   readonly code: MinionWrapperErrorCode;
+
+  /** True for a MinionWrapperError from any copy of this package. */
+  static isInstance(error: unknown): error is MinionWrapperError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[MARKER] === true;
+  }
 
   constructor(code: MinionWrapperErrorCode, message: string, options?: ErrorOptions) {
     super(message, options);
