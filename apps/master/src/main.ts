@@ -131,7 +131,9 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
     // An unexpected error: report its type only; its message could carry anything.
     const kind = error instanceof Error ? error.name : typeof error;
     io.stderr(`error [internal]: unexpected ${kind}; see the log\n`);
-    logger?.error({ err: error }, 'internal error');
+    // The log gets the type and the stack frames, never the message (the stack's first line repeats it).
+    const frames = error instanceof Error && typeof error.stack === 'string' ? error.stack.split('\n').filter((l) => /^\s+at /.test(l)).join('\n') : null;
+    logger?.error({ err_type: kind, stack: frames }, 'internal error');
     return EXIT.internal;
   }
 }

@@ -1,5 +1,5 @@
 import { MASTER_RUNNER_ERROR_CODES } from '@oduflow/master-runner';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -154,5 +154,71 @@ describe('oduflow-master refuses bad input with a stable code and writes nothing
     const run = await runCli(['show', REQUEST, '--json'], env);
     expect(run.code).toBe(EXIT.refused);
     expect(jsonOf(run)).toMatchObject({ error: { code: 'not_found' } });
+  });
+});
+
+describe('oduflow-master never repeats what salt-api sent', () => {
+  it('keeps a marker from salt-api bodies of unexpected shapes out of stdout, stderr and the records', async () => {
+    const marker = `MARKER-${Date.now().toString(36)}-secret`;
+    const debug = { ...env, ODUFLOW_LOG_LEVEL: 'debug' };
+    const runs: { stdout: string; stderr: string }[] = [];
+    const cli = async (args: string[]) => {
+      const run = await runCli(args, debug);
+      runs.push(run);
+      return run;
+    };
+    const ids = ['0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', '1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e', REQUEST];
+
+    // A login answered 500 with the marker, then 200 with the marker where the token belongs.
+    standIn.loginReply = () => ({ status: 500, body: JSON.stringify({ status: 500, message: marker, return: [marker] }) });
+    for (const json of [[], ['--json']]) {
+      expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', ids[0] as string, ...json])).code).toBe(EXIT.refused);
+    }
+    standIn.loginReply = () => ({ status: 200, body: JSON.stringify({ return: [{ token: { value: marker }, expire: marker, perms: [marker] }] }) });
+    expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--json'])).code).toBe(EXIT.refused);
+    standIn.loginReply = undefined;
+
+    // A capabilities answer that carries the marker in fields the protocol does not have.
+    standIn.capabilities = () => ({ retcode: 0, ret: { protocol: 1, module_version: marker, salt_version: [marker], extra: marker } });
+    expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', ids[1] as string])).code).toBe(EXIT.refused);
+    standIn.capabilities = () => ({ retcode: 0, ret: { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' } });
+
+    // A publication acknowledged with the marker instead of our JID and minion.
+    standIn.publishMode = 'raw';
+    standIn.publishBody = JSON.stringify({ return: [{ jid: marker, minions: [marker], [marker]: marker }] });
+    expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', REQUEST])).code).toBe(EXIT.unresolved);
+
+    // Status answers of every wrong shape, each carrying the marker.
+    const shapes = [
+      { retcode: 0, ret: { protocol: 1, status: marker, message: marker } },
+      { retcode: 1, ret: { protocol: 1, error: 'unsafe_store', message: marker } },
+      { retcode: 1, ret: { protocol: 1, error: marker, message: marker } },
+      { retcode: 0, ret: marker },
+      { body: `<html>${marker}</html>` },
+      { body: JSON.stringify({ return: [{ [MINION]: { ret: { traceback: marker }, retcode: marker } }] }) },
+      { httpStatus: 500 },
+    ];
+    let next = 0;
+    standIn.status = () => shapes[next++ % shapes.length] as never;
+    for (let i = 0; i < shapes.length; i += 1) {
+      expect((await cli(['poll', '--request-id', REQUEST, ...(i % 2 === 0 ? ['--json'] : [])])).code).toBe(EXIT.unresolved);
+    }
+    await cli(['show', REQUEST]);
+    await cli(['show', REQUEST, '--json']);
+    await cli(['list']);
+    await cli(['list', '--json']);
+    await cli(['preflight']);
+
+    expect(next).toBe(shapes.length);
+    const everything = runs.map((r) => r.stdout + r.stderr).join('\n');
+    // Each shape was met and classified by a stable code, not echoed.
+    for (const code of ['capability_call_server_error', 'capability_call_malformed_response', 'capability_unsupported', 'jid_mismatch', 'minion_error_unsafe_store', 'status_malformed_response', 'status_server_error']) {
+      expect(everything).toContain(code);
+    }
+    expect(everything).not.toContain(marker);
+    expect(everything).not.toContain(standIn.password);
+    for (const token of standIn.tokensIssued) expect(everything).not.toContain(token);
+    const stored = ids.map((id) => (existsSync(join(store, 'requests', `${id}.json`)) ? readFileSync(join(store, 'requests', `${id}.json`), 'utf8') : ''));
+    expect(stored.join('\n')).not.toContain(marker);
   });
 });

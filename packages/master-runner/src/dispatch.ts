@@ -97,7 +97,11 @@ export async function dispatch(deps: MasterDeps, input: DispatchInput): Promise<
 
   const capability = await checkCapability(d, valid.minionId);
 
-  const reserved = await d.store.withTarget(valid.minionId, async (unit) => {
+  const reserved = await d.store.withTarget(valid.minionId, async (unit): Promise<{ readonly record: ProtocolRequestRecord } | { readonly existing: DispatchResult }> => {
+    // The request id first: a concurrent dispatch of the same request must
+    // see its own record as `existing`, not as a blocker of the target.
+    const raced = await d.store.get(valid.requestId);
+    if (raced !== undefined) return { existing: existingOrConflict(raced, valid) };
     refuseIfBlocked(await unit.blockers(), valid);
     const at = nowIso(d);
     return createWithUniqueJid(

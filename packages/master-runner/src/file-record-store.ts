@@ -53,15 +53,17 @@ interface Dirs {
 
 function openDirs(root: string): Dirs {
   const dir = openPrivateDir(root, { create: true });
+  // Every handle opened so far is closed if a later one fails (no fd leak on a refused store).
+  const opened: PrivateDir[] = [dir];
   try {
-    return {
-      root: dir,
-      requests: dir.subdir('requests', { create: true }),
-      jids: dir.subdir('jids', { create: true }),
-      locks: dir.subdir('locks', { create: true }),
+    const open = (name: string): PrivateDir => {
+      const sub = dir.subdir(name, { create: true });
+      opened.push(sub);
+      return sub;
     };
+    return { root: dir, requests: open('requests'), jids: open('jids'), locks: open('locks') };
   } catch (error) {
-    dir.close();
+    for (const handle of opened.reverse()) handle.close();
     throw error;
   }
 }

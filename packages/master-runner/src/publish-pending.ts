@@ -20,7 +20,7 @@ export interface PublishPendingOptions {
 }
 
 export interface PendingResult {
-  readonly outcome: PublishResultKind | 'skipped';
+  readonly outcome: Exclude<PublishResultKind, 'already_publishing'> | 'skipped';
   readonly record: RequestRecord;
   readonly reason?: string;
 }
@@ -77,16 +77,10 @@ export async function publishPending(deps: MasterDeps, options: PublishPendingOp
       results.push(skipped(record, capability.reason));
       continue;
     }
-    try {
-      results.push(await publishPrepared(d, record, text));
-    } catch (error) {
-      // Another worker recorded the intent first: it publishes, this one must not.
-      if (MasterRunnerError.isInstance(error) && error.code === 'illegal_transition') {
-        results.push(skipped((await d.store.get(record.request_id)) ?? record, 'already_publishing'));
-        continue;
-      }
-      throw error;
-    }
+    const published = await publishPrepared(d, record, text);
+    // Another worker recorded the intent first: it publishes, this one did not.
+    if (published.outcome === 'already_publishing') results.push(skipped(published.record, 'already_publishing'));
+    else results.push({ ...published, outcome: published.outcome });
   }
   return results;
 }

@@ -11,7 +11,13 @@ export type PublishResultKind =
   /** It may have gone out: it stays `publishing` and is only ever polled, never published again. */
   | 'publish_uncertain'
   /** Provably nothing left: back to `prepared` with the same JID, to be published later. */
-  | 'not_sent';
+  | 'not_sent'
+  /**
+   * The record had already left `prepared` when this call came to record its
+   * intent (another worker recorded it first and publishes it, or an operator
+   * reconciled it): this call published nothing. `record` is the current one.
+   */
+  | 'already_publishing';
 
 export interface PublishResult {
   readonly outcome: PublishResultKind;
@@ -37,7 +43,10 @@ function eventFor(outcome: PublishOutcome, at: string): RequestEvent {
  * `stateDataJson` must be the text whose digest the record carries.
  */
 export async function publishPrepared(deps: ResolvedDeps, record: ProtocolRequestRecord, stateDataJson: string): Promise<PublishResult> {
-  const intent = await commitEvent(deps, record.request_id, { type: 'intent_recorded', at: nowIso(deps) });
+  // Under the request lock: only a record still `prepared` takes the intent.
+  // Otherwise another worker (or an operator) moved it on: publish nothing.
+  const intent = await commitEvent(deps, record.request_id, { type: 'intent_recorded', at: nowIso(deps) }, { stale: 'keep' });
+  if (!intent.changed) return { outcome: 'already_publishing', record: intent.after, reason: intent.after.state };
   const publishing = intent.after;
   if (!isProtocolRecord(publishing)) throw new MasterRunnerError('internal', 'a legacy record reached publication');
   deps.crashAt('P2');

@@ -10,10 +10,20 @@ import type { CallOutcome, PublishOutcome, SaltClient, SaltFailureReason } from 
  *   POST /  [{client:"local", tgt:[id], tgt_type:"list", fun, arg, timeout, full_return:true}]  synchronous call
  * `tgt_type: list` hits exactly the accepted key named, with no glob meaning.
  *
- * Token renewal: a token is renewed shortly before its `expire`, and once
- * after a 401. Retrying a publication after a 401 cannot duplicate it:
- * rest_cherrypy checks the session in a before-handler hook that answers 401
- * before any lowstate chunk runs, so a 401 proves the chunk was not executed.
+ * Tokens: the login answer's lifetime (`expire` − `start`) is tracked on the
+ * injected clock, from the moment the login was sent. A token is renewed
+ * BEFORE it is used when there is none or it is near its expiry; for a
+ * publication, "near" covers the whole publication deadline too.
+ *
+ * A publication is sent at most once per publish() call, whatever comes back.
+ * Only a failure that provably sent none of its bytes (a failed login before
+ * it, or a connection to salt-api that was never established) is `not_sent`.
+ * Any answer to the publication request itself, a 401 included, means its
+ * bytes left this process: a valid acknowledgement is `acked`, anything else
+ * is `uncertain` and is never retried (we do not rely on how salt-api orders
+ * its session check against running the lowstate).
+ * The idempotent reads (`call`: capabilities, status) re-login once after a
+ * 401 and are sent again.
  *
  * The password is read once, from a private file, and kept only in this
  * closure; neither it nor the token is ever put in an error, a log line or a
@@ -43,7 +53,8 @@ const EAUTH = /^[a-z][a-z0-9_]{0,31}$/;
 
 interface Token {
   readonly value: string;
-  readonly renewAtMs: number;
+  /** When salt-api stops accepting it, on the injected clock. */
+  readonly expiresAtMs: number;
 }
 
 type Authorized = { readonly ok: true; readonly response: HttpResponse } | { readonly ok: false; readonly sent: boolean; readonly reason: SaltFailureReason };
@@ -102,7 +113,8 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
 
   const endpoint = (path: string): URL => new URL(path, base);
 
-  async function login(deadlineMs: number): Promise<{ ok: true } | { ok: false; reason: SaltFailureReason }> {
+  async function login(deadlineMs: number): Promise<{ ok: true; token: Token } | { ok: false; reason: SaltFailureReason }> {
+    const sentAtMs = now();
     const outcome = await exchange(endpoint('login'), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
@@ -119,45 +131,81 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
     const header = headers['x-auth-token'];
     const value = fromBody ?? (typeof header === 'string' ? header : undefined);
     if (value === undefined || value === '') return { ok: false, reason: 'malformed_response' };
-    const expire = isRecord(answer) && typeof answer['expire'] === 'number' ? answer['expire'] * 1000 : now() + ASSUMED_TOKEN_LIFE_MS;
-    token = { value, renewAtMs: expire - RENEW_BEFORE_EXPIRY_MS };
-    return { ok: true };
+    token = { value, expiresAtMs: sentAtMs + tokenLifeMs(answer, sentAtMs) };
+    return { ok: true, token };
   }
 
   /**
-   * POSTs lowstate with a valid token. A failed login means the lowstate was
-   * never sent (`sent: false`); a 401 on the lowstate renews the token once.
+   * How long salt-api will accept the token. `expire - start` (both from
+   * salt-api's clock) is independent of clock skew; `expire` alone is read
+   * against ours; without either, a short life is assumed.
    */
-  async function postLowstate(lowstate: readonly object[], deadlineMs: number): Promise<Authorized> {
+  function tokenLifeMs(answer: unknown, sentAtMs: number): number {
+    const expire = isRecord(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
+    const start = isRecord(answer) && typeof answer['start'] === 'number' && Number.isFinite(answer['start']) ? answer['start'] : undefined;
+    if (expire === undefined) return ASSUMED_TOKEN_LIFE_MS;
+    const life = start === undefined ? expire * 1000 - sentAtMs : (expire - start) * 1000;
+    return Math.max(0, life);
+  }
+
+  /** A token that stays valid for `needMs` more (plus the renewal margin), logging in first when needed. */
+  async function freshToken(needMs: number, deadlineMs: number): Promise<{ ok: true; token: Token } | { ok: false; reason: SaltFailureReason }> {
+    if (token !== undefined && now() + needMs < token.expiresAtMs - RENEW_BEFORE_EXPIRY_MS) return { ok: true, token };
+    token = undefined;
+    return login(deadlineMs);
+  }
+
+  function post(lowstate: readonly object[], current: Token, deadlineMs: number): Promise<HttpOutcome> {
+    return exchange(endpoint('./'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', 'x-auth-token': current.value },
+      body: JSON.stringify(lowstate),
+      deadlineMs,
+    });
+  }
+
+  /** A deadline shared by the login and the request that follows it. */
+  function budget(totalMs: number): () => number {
     const startedAt = now();
-    const remaining = (): number => Math.max(1, deadlineMs - (now() - startedAt));
+    return () => Math.max(1, totalMs - (now() - startedAt));
+  }
+
+  /**
+   * The publication: at most one POST of the lowstate. A failed login means
+   * it was never sent; after it is sent, every answer is final.
+   */
+  async function postOnce(lowstate: readonly object[], deadlineMs: number): Promise<Authorized> {
+    const remaining = budget(deadlineMs);
+    const fresh = await freshToken(deadlineMs, remaining());
+    if (!fresh.ok) return { ok: false, sent: false, reason: fresh.reason };
+    const outcome = await post(lowstate, fresh.token, remaining());
+    if (outcome.ok && outcome.response.status === 401) token = undefined;
+    return outcome;
+  }
+
+  /** An idempotent read: after a 401 the token is renewed and the lowstate sent once more. */
+  async function postIdempotent(lowstate: readonly object[], deadlineMs: number): Promise<Authorized> {
+    const remaining = budget(deadlineMs);
+    let sent = false;
     for (let attempt = 0; attempt < 2; attempt += 1) {
-      if (token === undefined || now() >= token.renewAtMs) {
-        const loggedIn = await login(remaining());
-        if (!loggedIn.ok) return { ok: false, sent: false, reason: loggedIn.reason };
-      }
-      const current = token as Token;
-      const outcome: HttpOutcome = await exchange(endpoint('./'), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-auth-token': current.value },
-        body: JSON.stringify(lowstate),
-        deadlineMs: remaining(),
-      });
-      if (!outcome.ok) return outcome;
-      if (outcome.response.status === 401) {
-        token = undefined;
-        continue;
-      }
-      return outcome;
+      const fresh = await freshToken(0, remaining());
+      if (!fresh.ok) return { ok: false, sent, reason: fresh.reason };
+      const outcome = await post(lowstate, fresh.token, remaining());
+      if (!outcome.ok) return { ok: false, sent: sent || outcome.sent, reason: outcome.reason };
+      sent = true;
+      if (outcome.response.status !== 401) return outcome;
+      token = undefined;
     }
-    return { ok: false, sent: false, reason: 'auth_failed' };
+    return { ok: false, sent: true, reason: 'unauthorized' };
   }
 
   return {
     async publish(minionId, jid, fun, args): Promise<PublishOutcome> {
-      const outcome = await postLowstate([{ client: 'local_async', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], jid }], timeoutMs);
+      const outcome = await postOnce([{ client: 'local_async', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], jid }], timeoutMs);
       if (!outcome.ok) return outcome.sent ? { kind: 'uncertain', reason: outcome.reason } : { kind: 'not_sent', reason: outcome.reason };
       const { status, body } = outcome.response;
+      // The request was sent: a rejected session does not prove it was not acted on.
+      if (status === 401) return { kind: 'uncertain', reason: 'unauthorized' };
       if (status >= 500) return { kind: 'uncertain', reason: 'server_error' };
       if (status !== 200) return { kind: 'uncertain', reason: 'http_error' };
       const ack = firstReturn(body);
@@ -176,7 +224,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
       // Salt's `timeout` is not a hard cap (find_job keeps extending it), so
       // the HTTP deadline is ours and Salt is asked to give up a bit earlier.
       const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.8) / 1000));
-      const outcome = await postLowstate(
+      const outcome = await postIdempotent(
         [{ client: 'local', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
         callTimeoutMs,
       );

@@ -2,9 +2,10 @@
  * What the runner needs from Salt, independent of transport. Failures are
  * data, classified by what they prove about the request:
  *   - `not_sent`: provably nothing of the request left this process (the
- *     connection to salt-api was never established), so repeating it cannot
- *     duplicate a publication;
- *   - `uncertain`: anything else; the request may have been acted on.
+ *     login before it failed, or the connection to salt-api was never
+ *     established), so repeating it cannot duplicate a publication;
+ *   - `uncertain`: anything else, including any HTTP answer (401 too) to a
+ *     publication that was sent; the request may have been acted on.
  */
 
 /** Why a Salt call failed, in stable machine-readable terms (recorded as a record's reason). */
@@ -19,7 +20,10 @@ export type SaltFailureReason =
   | 'server_error'
   | 'malformed_response'
   | 'response_too_large'
+  /** salt-api refused the login. */
   | 'auth_failed'
+  /** salt-api answered 401 to a request that had been sent (the session was rejected). */
+  | 'unauthorized'
   | 'no_matching_minion'
   | 'jid_mismatch';
 

@@ -7,6 +7,7 @@ import { MasterRunnerError } from '../src/errors.js';
 import { poll } from '../src/poll.js';
 import { publishPending } from '../src/publish-pending.js';
 import { reconcile } from '../src/reconcile.js';
+import type { RecordStore } from '../src/record-store.js';
 import { createSaltApiClient } from '../src/salt-api-client.js';
 import { refusedUrl } from './support/salt-api-standin.js';
 import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World } from './support/harness.js';
@@ -18,6 +19,14 @@ beforeEach(async () => {
 afterEach(async () => {
   await world.close();
 });
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
   try {
@@ -172,6 +181,80 @@ describe('dispatch', () => {
     await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
     expect((await refusal(publishPending(world.deps, { requestId: REQUEST_A }))).code).toBe('illegal_transition');
     expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('gives the second of two concurrent dispatches of one request the existing record, publishing once', async () => {
+    const input = { minionId: MINION, profile: 'configure', requestId: REQUEST_A };
+    const results = await Promise.all([dispatch(world.deps, input), dispatch(world.deps, input)]);
+    expect(results.map((r) => r.outcome).sort()).toEqual(['existing', 'published']);
+    expect(results.every((r) => r.record.request_id === REQUEST_A)).toBe(true);
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('publishes nothing and throws nothing when publish-pending took the prepared record first', async () => {
+    world.standIn.publishMode = 'hold';
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let arrived!: () => void;
+    const atIntent = new Promise<void>((resolve) => (arrived = resolve));
+    const store = world.store;
+    // Holds the dispatch between persisting its prepared record and recording its intent.
+    const gated: RecordStore = {
+      location: store.location,
+      get: (id) => store.get(id),
+      list: (filter) => store.list(filter),
+      withTarget: (minionId, work) => store.withTarget(minionId, work),
+      updateRequest: async (id, decide) => {
+        arrived();
+        await gate;
+        return store.updateRequest(id, decide);
+      },
+      close: () => store.close(),
+    };
+    const dispatching = dispatch({ ...world.deps, store: gated }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    await atIntent;
+    expect((await world.store.get(REQUEST_A))?.state).toBe('prepared');
+    const pending = publishPending(world.deps, { requestId: REQUEST_A });
+    await until(() => world.standIn.publications.length === 1); // publish-pending's publication, held open
+    open();
+    const result = await dispatching;
+    expect(result).toMatchObject({ outcome: 'already_publishing', record: { state: 'publishing', request_id: REQUEST_A } });
+    world.standIn.releaseHeld();
+    expect((await pending).map((p) => p.outcome)).toEqual(['published']);
+    expect(world.standIn.publicationRequests).toBe(1);
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+    expect((await world.store.get(REQUEST_A))?.state).toBe('published');
+  });
+
+  it('leaves a publication met by an expired session published-uncertain: one request sent, never re-published', async () => {
+    // The session salt-api rejects is only discovered by sending the publication.
+    const deps = { ...world.deps, crashAt: (point: string) => (point === 'P2' ? world.standIn.dropTokens() : undefined) };
+    const result = await dispatch(deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(result).toMatchObject({ outcome: 'publish_uncertain', reason: 'unauthorized', record: { state: 'publishing', reason: 'publish_unauthorized' } });
+    expect(world.standIn.publicationRequests).toBe(1);
+    expect(await publishPending(world.deps)).toEqual([]);
+    expect(world.standIn.publicationRequests).toBe(1);
+    const polled = await poll(world.deps, REQUEST_A);
+    expect(polled).toMatchObject({ observed: 'not_started', record: { state: 'publishing' } });
+  });
+
+  it('leaves the request prepared when the login before its publication meets a refused connection', async () => {
+    let clock = Date.now();
+    const salt = createSaltApiClient({ url: world.standIn.url, username: world.standIn.username, passwordFile: world.passwordFile, eauth: 'sharedsecret', timeoutMs: 1_000, now: () => clock });
+    const deps = {
+      ...world.deps,
+      salt,
+      crashAt: (point: string) => {
+        if (point !== 'P2') return;
+        clock += 13 * 3600_000; // the token from the capability call has expired
+        void world.standIn.close(); // and salt-api is gone
+      },
+    };
+    const result = await dispatch(deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(result).toMatchObject({ outcome: 'not_sent', reason: 'connection_refused', record: { state: 'prepared' } });
+    expect(world.standIn.logins).toBe(1);
+    expect(world.standIn.publicationRequests).toBe(0);
+    expect(world.standIn.publications).toHaveLength(0);
   });
 
   it('refuses bad input before touching the store or Salt', async () => {

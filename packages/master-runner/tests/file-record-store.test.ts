@@ -1,5 +1,5 @@
 import { createRequestRecord } from '@oduflow/protocol';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../src/dispatch.js';
@@ -46,6 +46,27 @@ describe('opening the store', () => {
       chmodSync(join(dir, 'store'), 0o755);
       expect((await refusal(createFileRecordStore({ root: join(dir, 'store') }))).code).toBe('store_unsafe');
       expect(readdirSync(join(dir, 'store'))).toEqual([]);
+    } finally {
+      remove();
+    }
+  });
+
+  it('closes every directory it opened when a later one is refused (no descriptor leak)', async () => {
+    const { dir, remove } = scratchDir();
+    try {
+      const root = join(dir, 'store');
+      await (await createFileRecordStore({ root })).close();
+      // `locks` is opened last: `requests` and `jids` are already open when it is refused.
+      mkdirSync(join(dir, 'elsewhere'), { mode: 0o700 });
+      rmSync(join(root, 'locks'), { recursive: true });
+      symlinkSync(join(dir, 'elsewhere'), join(root, 'locks'));
+      const openFds = (): number => readdirSync('/proc/self/fd').length;
+      expect((await refusal(createFileRecordStore({ root }))).code).toBe('store_unsafe');
+      const before = openFds();
+      for (let i = 0; i < 25; i += 1) {
+        expect((await refusal(createFileRecordStore({ root }))).code).toBe('store_unsafe');
+      }
+      expect(openFds() - before).toBeLessThan(5);
     } finally {
       remove();
     }

@@ -22,14 +22,21 @@ afterEach(async () => {
   scratch.remove();
 });
 
-function client(overrides: { url?: string; timeoutMs?: number; passwordFile?: string } = {}) {
+function client(overrides: { url?: string; timeoutMs?: number; passwordFile?: string; now?: () => number } = {}) {
   return createSaltApiClient({
     url: overrides.url ?? standIn.url,
     username: standIn.username,
     passwordFile: overrides.passwordFile ?? passwordFile,
     eauth: 'sharedsecret',
     timeoutMs: overrides.timeoutMs ?? 1_000,
+    ...(overrides.now === undefined ? {} : { now: overrides.now }),
   });
+}
+
+/** A clock the test moves by hand. */
+function manualClock(): { now: () => number; advance: (ms: number) => void } {
+  let ms = Date.now();
+  return { now: () => ms, advance: (by) => (ms += by) };
 }
 
 function creationError(fn: () => unknown): MasterRunnerError {
@@ -106,13 +113,69 @@ describe('tokens', () => {
     expect(standIn.logins).toBe(1);
   });
 
-  it('renews the token after a 401 and publishes exactly once', async () => {
+  it('renews the token after a 401 on an idempotent call and asks again', async () => {
     const salt = client();
     await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
     standIn.dropTokens();
+    expect(await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000)).toEqual({ kind: 'returned', retcode: 0, ret: GOOD_CAPABILITIES });
+    expect(standIn.logins).toBe(2);
+  });
+
+  it('never sends a publication twice: a 401 to it is uncertain, not retried', async () => {
+    const salt = client();
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    standIn.dropTokens();
+    expect(await salt.publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'uncertain',
+      reason: 'unauthorized',
+    });
+    expect(standIn.publicationRequests).toBe(1);
+    expect(standIn.logins).toBe(1);
+    // The rejected session is forgotten: the next request logs in first.
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    expect(standIn.logins).toBe(2);
+  });
+
+  it('logs in before publishing when the token has expired on the injected clock', async () => {
+    await standIn.close();
+    standIn = await startSaltApiStandIn({ tokenLifeS: 3600 });
+    passwordFile = writePasswordFile(scratch.dir, standIn.password, 0o600);
+    const clock = manualClock();
+    const salt = client({ now: clock.now });
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    expect(standIn.logins).toBe(1);
+    clock.advance(3600_000);
     expect(await salt.publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({ kind: 'acked' });
     expect(standIn.logins).toBe(2);
-    expect(standIn.publicationsUnder(JID)).toBe(1);
+    expect(standIn.publicationRequests).toBe(1);
+  });
+
+  it('calls a publication not sent when the login before it is refused, sending nothing', async () => {
+    const clock = manualClock();
+    const salt = client({ now: clock.now });
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    clock.advance(13 * 3600_000);
+    standIn.loginReply = () => ({ status: 401, body: '{"status":401}' });
+    expect(await salt.publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'not_sent',
+      reason: 'auth_failed',
+    });
+    expect(standIn.publicationRequests).toBe(0);
+  });
+
+  it('calls a publication not sent when salt-api refuses the connection for the login before it', async () => {
+    const clock = manualClock();
+    const salt = client({ now: clock.now });
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    clock.advance(13 * 3600_000);
+    await standIn.close();
+    expect(await salt.publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({
+      kind: 'not_sent',
+      reason: 'connection_refused',
+    });
+    expect(standIn.publicationRequests).toBe(0);
+    standIn = await startSaltApiStandIn();
   });
 
   it('renews a token that is about to expire before using it', async () => {

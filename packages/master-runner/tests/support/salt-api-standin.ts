@@ -22,7 +22,11 @@ export type PublishMode =
   /** Publish, then answer 500. */
   | 'error_500'
   /** Answer {} (no accepted key matched); nothing is published. */
-  | 'no_match';
+  | 'no_match'
+  /** Publish, then hold the answer (an acknowledgement) until releaseHeld(). */
+  | 'hold'
+  /** Publish, then answer 200 with `publishBody` verbatim. */
+  | 'raw';
 
 /** A raw answer for a `local` call, or a transport-level behaviour. */
 export type CallReply =
@@ -63,7 +67,17 @@ export interface SaltApiStandIn {
   /** Every chunk received on POST / (after auth), in order. */
   readonly calls: { readonly client: string; readonly fun: string; readonly tgt: unknown; readonly tgtType: unknown; readonly args: readonly unknown[] }[];
   logins: number;
+  /** POST / requests carrying a local_async chunk, counted on arrival, before the token is checked. */
+  publicationRequests: number;
+  /** Every token /login handed out. */
+  readonly tokensIssued: string[];
   publishMode: PublishMode;
+  /** The body answered to a publication in `raw` mode. */
+  publishBody: string;
+  /** Overrides the /login answer (status and raw body) when it returns one. */
+  loginReply: (() => { readonly status: number; readonly body: string } | undefined) | undefined;
+  /** Sends the acknowledgements held in `hold` mode. */
+  releaseHeld(): void;
   /** Overrides the simulated capabilities answer. */
   capabilities: (minionId: string) => CallReply;
   /** Overrides the simulated status answer; `simulated` is what the minion would say. */
@@ -100,6 +114,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
   const tokens = new Set<string>();
   const executions = new Map<string, Execution>();
   const sockets = new Set<Socket>();
+  const held: (() => void)[] = [];
 
   const simulatedStatus = (args: readonly unknown[], minionId: string): CallReply => {
     const [requestId, jid, profile, digest] = args as string[];
@@ -156,6 +171,13 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
           return;
         case 'error_500':
           return send(res, 500, { status: 500, message: 'Internal Server Error' });
+        case 'hold':
+          held.push(() => send(res, 200, { return: [{ jid, minions: [minionId] }] }));
+          return;
+        case 'raw':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(standIn.publishBody);
+          return;
       }
     }
     if (chunk['client'] === 'local') {
@@ -171,14 +193,22 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
       const body = await readBody(req);
       if (req.method === 'POST' && req.url === '/login') {
         standIn.logins += 1;
+        const override = standIn.loginReply?.();
+        if (override !== undefined) {
+          res.writeHead(override.status, { 'content-type': 'application/json' });
+          res.end(override.body);
+          return;
+        }
         const creds = JSON.parse(body) as Record<string, unknown>;
         if (creds['username'] !== username || creds['password'] !== password) return send(res, 401, { status: 401 });
         const token = randomBytes(20).toString('hex');
         tokens.add(token);
+        standIn.tokensIssued.push(token);
         const expire = Date.now() / 1000 + (options.tokenLifeS ?? 43200);
         return send(res, 200, { return: [{ token, expire, start: Date.now() / 1000, user: username, eauth: creds['eauth'], perms: ['.*'] }] }, { 'x-auth-token': token });
       }
       if (req.method === 'POST' && req.url === '/') {
+        if (body.includes('"local_async"')) standIn.publicationRequests += 1;
         const token = req.headers['x-auth-token'];
         if (typeof token !== 'string' || !tokens.has(token)) return send(res, 401, { status: 401 });
         const lowstate = JSON.parse(body) as unknown;
@@ -202,7 +232,14 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     publications: [],
     calls: [],
     logins: 0,
+    publicationRequests: 0,
+    tokensIssued: [],
     publishMode: 'ack',
+    publishBody: '{}',
+    loginReply: undefined,
+    releaseHeld: () => {
+      for (const answer of held.splice(0)) answer();
+    },
     capabilities: () => ({ retcode: 0, ret: GOOD_CAPABILITIES }),
     status: (_args, _minion, simulated) => simulated,
     result: { status: 'succeeded', passed: 60, total: 60 },
