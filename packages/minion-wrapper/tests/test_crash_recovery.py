@@ -119,7 +119,7 @@ def test_a_worker_killed_inside_the_claim_leaves_unknown_and_never_runs_the_publ
     kill_worker_at(minion, point, request_id, jid)
     assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "unknown"), 0)
     answer, retcode = minion.run(request_id, "configure", jid=jid)
-    assert answer["error"] == "execution_busy" and retcode == 1
+    assert answer["error"] == "already_claimed" and retcode == 1
     assert marker_count(case.marker) == 0
     assert minion.status(request_id, jid, "configure")[0]["status"] == "unknown"
 
@@ -138,7 +138,7 @@ def test_a_worker_killed_during_the_state_leaves_unknown_with_at_most_one_execut
     )
     case.release.touch()
     answer, _ = minion.run(request_id, "production", jid=jid)
-    assert answer["error"] == "execution_busy"
+    assert answer["error"] == "already_claimed"
     assert marker_count(case.marker) == 1
 
 
@@ -148,7 +148,7 @@ def test_a_worker_killed_after_the_state_before_the_receipt_leaves_unknown(minio
     kill_worker_at(minion, "M5", request_id, jid)
     assert marker_count(case.marker) == 1
     assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "unknown"), 0)
-    assert minion.run(request_id, "configure", jid=jid)[0]["error"] == "execution_busy"
+    assert minion.run(request_id, "configure", jid=jid)[0]["error"] == "already_claimed"
     assert marker_count(case.marker) == 1
 
 

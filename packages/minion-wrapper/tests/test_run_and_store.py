@@ -259,7 +259,7 @@ def test_an_abandoned_claim_is_never_executed_again(loaded_module, point):
         run(m, request_id, jid=jid)
     m._crash_point = lambda name: None
     before = marker_count(m.marker)
-    assert error(run(m, request_id, jid=jid)) == "execution_busy"
+    assert error(run(m, request_id, jid=jid)) == "already_claimed"
     assert marker_count(m.marker) == before
     assert status(m, request_id, jid)["status"] == "unknown"
 

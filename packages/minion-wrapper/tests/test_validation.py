@@ -188,6 +188,33 @@ def test_values_outside_the_domain_are_unsupported(value):
     assert code_of(m._canonical_json, value) == "unsupported_json_value"
 
 
+def _nested(depth, kind=list):
+    value = kind()
+    for _ in range(depth - 1):
+        value = [value] if kind is list else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("kind", [list, dict])
+def test_canonical_json_nests_at_most_100_levels(kind):
+    assert m.MAX_JSON_DEPTH == 100
+    text = m._canonical_json(_nested(100, kind))
+    assert m._parse_canonical_json(text) == _nested(100, kind)
+    assert code_of(m._canonical_json, _nested(101, kind)) == "unsupported_json_value"
+    assert code_of(m._parse_canonical_json, "[" + text + "]") == "non_canonical_json"
+
+
+def test_absurd_nesting_is_refused_by_the_depth_bound_not_by_recursion():
+    # 900 levels parse fine under Python's default recursion limit: the bound
+    # alone refuses them, as it does in TypeScript.
+    assert code_of(m._parse_canonical_json, "[" * 900 + "]" * 900) == "non_canonical_json"
+    assert code_of(m._parse_canonical_json, "[" * 200_000 + "]" * 200_000) == "non_canonical_json"
+    deep = _nested(5000)
+    assert code_of(m._canonical_json, deep) == "unsupported_json_value"
+    # Brackets inside strings do not count.
+    assert m._parse_canonical_json(json.dumps(["[" * 500])) == ["[" * 500]
+
+
 def test_a_self_containing_value_is_unsupported_rather_than_a_crash():
     cycle = []
     cycle.append(cycle)
@@ -304,11 +331,48 @@ def test_dotted_state_declarations_are_rewritten_the_way_the_sls_compiler_does()
 
 @pytest.mark.parametrize(
     "text",
-    ['{"a":{"file":["absent"],"file.managed":[]}}', '{"a":{"file.absent":[],"file.managed":[]}}'],
+    [
+        '{"a":{"file":["absent"],"file.managed":[]}}',
+        '{"a":{"file.absent":[],"file.managed":[]}}',
+        '{"a":{"cmd.run":[{"name":"x"}],"cmd.wait":[{"name":"y"}]}}',
+        '{"a":{"file.managed":[],"file.x.y":[]}}',
+        '{"a":{"pkg":["installed"]},"b":{"service.dead":[],"service.running":[]}}',
+    ],
 )
-def test_a_state_declaring_one_module_twice_is_refused_for_execution(text):
-    assert len(m._state_digest(text)) == 64
+def test_a_state_declaring_one_module_twice_is_refused_before_any_digest_exists(text):
+    # The master computes the digest before it publishes; a body the minion
+    # cannot run must fail there, not on the minion after publication.
+    assert code_of(m._state_digest, text) == "invalid_high_data"
     assert code_of(m._check_state_data, "custom", text) == "invalid_high_data"
+
+
+def _random_state_bodies(count, seed=20261129):
+    import random
+
+    rng = random.Random(seed)
+    keys = ["file", "file.managed", "file.absent", "filex.y", "cmd.run", "cmd.wait", "cmd", "a.b.c", "a", ".x", "x."]
+    for _ in range(count):
+        high = {}
+        for state in range(rng.randint(1, 3)):
+            chosen = rng.sample(keys, rng.randint(1, 3))
+            high[f"s{state}"] = {key: ([rng.choice(["run", "managed"])] if "." not in key else []) for key in chosen}
+        yield m._canonical_json(high)
+
+
+def test_run_never_refuses_high_data_that_the_digest_accepted():
+    """_state_high_data's own duplicate check can never fire after _state_digest passed."""
+    accepted = refused = 0
+    for text in _random_state_bodies(400):
+        try:
+            digest = m._state_digest(text)
+        except m.ProtocolError as refusal:
+            assert refusal.code == "invalid_high_data"
+            refused += 1
+            continue
+        accepted += 1
+        high, checked_digest = m._check_state_data("custom", text)
+        assert checked_digest == digest and len(high) == len(json.loads(text))
+    assert accepted > 50 and refused > 50
 
 
 # ------------------------------------------------------------------ reduction

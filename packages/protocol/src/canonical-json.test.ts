@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type JsonValue, canonicalJson, isCanonicalJsonValue, parseCanonicalJson } from './canonical-json.js';
+import { MAX_JSON_DEPTH } from './constants.js';
 import { ProtocolError } from './errors.js';
 
 /** Fixed so CI is reproducible; fast-check prints the seed and counterexample path when a property fails. */
@@ -79,6 +80,43 @@ describe('canonicalJson', () => {
   it('does not echo the value in its error message', () => {
     const secret = { password: 'hunter2', bad: 0.5 };
     expect(() => canonicalJson(secret)).toThrow(expect.objectContaining({ message: expect.not.stringContaining('hunter2') }));
+  });
+});
+
+describe('the nesting bound (MAX_JSON_DEPTH)', () => {
+  function nestedArray(depth: number): unknown {
+    let value: unknown = [];
+    for (let level = 1; level < depth; level += 1) value = [value];
+    return value;
+  }
+  function nestedObject(depth: number): unknown {
+    let value: unknown = {};
+    for (let level = 1; level < depth; level += 1) value = { k: value };
+    return value;
+  }
+
+  it('is 100', () => {
+    expect(MAX_JSON_DEPTH).toBe(100);
+  });
+
+  it('serializes and parses depth 100 and refuses depth 101', () => {
+    for (const nested of [nestedArray, nestedObject]) {
+      const text = canonicalJson(nested(100));
+      expect(parseCanonicalJson(text)).toStrictEqual(nested(100));
+      expect(codeOf(() => canonicalJson(nested(101)))).toBe('unsupported_json_value');
+      expect(codeOf(() => parseCanonicalJson(canonicalJson(nested(100)).replace(/^(.)/, '[$1').concat(']')))).toBe('non_canonical_json');
+    }
+  });
+
+  it('refuses absurd depths without overflowing the stack', () => {
+    expect(codeOf(() => canonicalJson(nestedArray(200_000)))).toBe('unsupported_json_value');
+    expect(codeOf(() => parseCanonicalJson('['.repeat(2000) + ']'.repeat(2000)))).toBe('non_canonical_json');
+    expect(codeOf(() => parseCanonicalJson('['.repeat(200_000) + ']'.repeat(200_000)))).toBe('non_canonical_json');
+  });
+
+  it('scans the text, so brackets inside strings do not count', () => {
+    const text = canonicalJson([`${'['.repeat(500)}`]);
+    expect(parseCanonicalJson(text)).toStrictEqual(['['.repeat(500)]);
   });
 });
 

@@ -1,5 +1,7 @@
 import stableStringify from 'fast-json-stable-stringify';
+import { MAX_JSON_DEPTH } from './constants.js';
 import { ProtocolError } from './errors.js';
+import { textNestingDepth } from './text-depth.js';
 
 /**
  * A value in the canonical JSON domain that TypeScript and Python serialize
@@ -23,13 +25,15 @@ function isPlainObject(value: object): value is Record<string, unknown> {
 /**
  * True when `value` lies in the domain. Cycles, holes, symbol keys and
  * non-enumerable properties are outside it: the serializer would silently drop
- * or mangle them, and Python has no equivalent.
+ * or mangle them, and Python has no equivalent. So is nesting deeper than
+ * `MAX_JSON_DEPTH` (the top-level container is depth 1); the walk stops there,
+ * so its recursion is bounded whatever the value.
  */
 export function isCanonicalJsonValue(value: unknown): value is JsonValue {
-  return inDomain(value, new Set());
+  return inDomain(value, new Set(), 0);
 }
 
-function inDomain(value: unknown, ancestors: Set<object>): boolean {
+function inDomain(value: unknown, ancestors: Set<object>, depth: number): boolean {
   switch (typeof value) {
     case 'boolean':
       return true;
@@ -40,10 +44,13 @@ function inDomain(value: unknown, ancestors: Set<object>): boolean {
       return Number.isSafeInteger(value) && !Object.is(value, -0);
     case 'object':
       if (value === null) return true;
+      if (depth >= MAX_JSON_DEPTH) return false;
       if (ancestors.has(value)) return false;
       ancestors.add(value);
       try {
-        return Array.isArray(value) ? arrayInDomain(value, ancestors) : objectInDomain(value, ancestors);
+        return Array.isArray(value)
+          ? arrayInDomain(value, ancestors, depth + 1)
+          : objectInDomain(value, ancestors, depth + 1);
       } finally {
         ancestors.delete(value);
       }
@@ -53,22 +60,22 @@ function inDomain(value: unknown, ancestors: Set<object>): boolean {
   }
 }
 
-function arrayInDomain(array: unknown[], ancestors: Set<object>): boolean {
+function arrayInDomain(array: unknown[], ancestors: Set<object>, depth: number): boolean {
   if (Object.getPrototypeOf(array) !== Array.prototype) return false;
   for (let index = 0; index < array.length; index += 1) {
     if (!(index in array)) return false; // a hole serializes as `null`
-    if (!inDomain(array[index], ancestors)) return false;
+    if (!inDomain(array[index], ancestors, depth)) return false;
   }
   return true;
 }
 
-function objectInDomain(object: object, ancestors: Set<object>): boolean {
+function objectInDomain(object: object, ancestors: Set<object>, depth: number): boolean {
   // Date, Map, class instances, boxed primitives... are not JSON objects.
   if (!isPlainObject(object)) return false;
   if (Object.getOwnPropertySymbols(object).length > 0) return false;
   const keys = Object.keys(object);
   if (Object.getOwnPropertyNames(object).length !== keys.length) return false;
-  return keys.every((key) => isWellFormedString(key) && inDomain(object[key], ancestors));
+  return keys.every((key) => isWellFormedString(key) && inDomain(object[key], ancestors, depth));
 }
 
 /*
@@ -93,12 +100,13 @@ export function canonicalJson(value: unknown): string {
   try {
     if (isCanonicalJsonValue(value)) return stableStringify(value);
   } catch (error) {
-    // Only a stack overflow on absurdly deep nesting can get here.
-    throw new ProtocolError('unsupported_json_value', 'value is nested too deeply to serialize', { cause: error });
+    // The depth bound keeps both walks shallow; only a throwing getter or a
+    // hostile proxy can get here.
+    throw new ProtocolError('unsupported_json_value', 'value could not be read as canonical JSON', { cause: error });
   }
   throw new ProtocolError(
     'unsupported_json_value',
-    'value is outside the canonical JSON domain (objects, arrays, well-formed strings, booleans, null, safe integers)',
+    `value is outside the canonical JSON domain (objects, arrays, well-formed strings, booleans, null, safe integers; nesting at most ${MAX_JSON_DEPTH} levels)`,
   );
 }
 
@@ -112,6 +120,10 @@ export function canonicalJson(value: unknown): string {
 export function parseCanonicalJson(text: unknown): JsonValue {
   if (typeof text !== 'string') {
     throw new ProtocolError('non_canonical_json', 'canonical JSON text must be a string');
+  }
+  if (textNestingDepth(text) > MAX_JSON_DEPTH) {
+    // Scanned on the text, before parsing, like high data: the same texts fail in both languages.
+    throw new ProtocolError('non_canonical_json', `text nests deeper than ${MAX_JSON_DEPTH} levels`);
   }
   let parsed: unknown;
   try {

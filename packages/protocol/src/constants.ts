@@ -27,3 +27,9 @@ export const CAPABILITY = Object.freeze({
 
 export const MAX_HIGH_DATA_BYTES = 64 * 1024;
 export const MAX_HIGH_DATA_DEPTH = 32;
+/**
+ * Canonical JSON nests at most this deep (the top-level container is depth 1):
+ * `parseCanonicalJson` scans the text before parsing, `canonicalJson` refuses
+ * a deeper value, so no recursion limit in either language decides anything.
+ */
+export const MAX_JSON_DEPTH = 100;

@@ -32,6 +32,8 @@ export const PROTOCOL_ERROR_CODES = [
   'malformed_store',
   'unsupported_runtime',
   'internal_error',
+  // appended: a publication whose request was already claimed is never executed again
+  'already_claimed',
 ] as const;
 
 export type ProtocolErrorCode = (typeof PROTOCOL_ERROR_CODES)[number];

@@ -77,6 +77,19 @@ describe('stateDigest', () => {
   it('refuses a non-string with invalid_high_data', () => {
     expect(codeOf(() => stateDigest(NGINX))).toBe('invalid_high_data');
   });
+
+  it.each([
+    ['a module and a dotted function of it', { a: { file: ['managed', { name: '/x' }], 'file.managed': [{ name: '/y' }] } }],
+    ['two dotted functions of one module', { a: { 'cmd.run': [{ name: 'x' }], 'cmd.wait': [{ name: 'y' }] } }],
+    ['a module split at its first dot only', { a: { 'file.managed': [], 'file.x.y': [] } }],
+  ])('refuses a state body naming one state module twice (%s), like Salt\'s SLS compiler', (_name, value) => {
+    expect(codeOf(() => stateDigest(canonicalJson(value)))).toBe('invalid_high_data');
+    expect(codeOf(() => validateHighData(value))).toBe('invalid_high_data');
+  });
+
+  it('accepts different modules in one state and one module in different states', () => {
+    expect(stateDigest(canonicalJson({ a: { 'file.managed': [], 'cmd.run': [], filex: [] }, b: { 'file.absent': [] } }))).toHaveLength(64);
+  });
 });
 
 describe('validateHighData', () => {

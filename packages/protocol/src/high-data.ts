@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { type JsonValue, canonicalJson, parseCanonicalJson } from './canonical-json.js';
 import { MAX_HIGH_DATA_BYTES, MAX_HIGH_DATA_DEPTH } from './constants.js';
 import { ProtocolError } from './errors.js';
+import { textNestingDepth } from './text-depth.js';
 
 /** One Salt state body: `{ "<module>": ["<function>", {arg}, ...] }` or `{ "<module>.<function>": [{arg}, ...] }`. */
 export type StateBody = { [moduleOrFunction: string]: JsonValue[] };
@@ -74,29 +75,6 @@ function isLowSurrogate(unit: number): boolean {
 }
 
 /**
- * Maximum bracket nesting of a JSON text, scanned without parsing so that no
- * parser's recursion limit decides anything. Brackets inside string literals
- * do not count; a string ends at the next `"` not escaped by `\`.
- */
-function textNestingDepth(text: string): number {
-  let depth = 0;
-  let maxDepth = 0;
-  let inString = false;
-  for (let index = 0; index < text.length; index += 1) {
-    const char = text[index];
-    if (inString) {
-      if (char === '\\') index += 1;
-      else if (char === '"') inString = false;
-    } else if (char === '"') inString = true;
-    else if (char === '{' || char === '[') {
-      depth += 1;
-      if (depth > maxDepth) maxDepth = depth;
-    } else if (char === '}' || char === ']') depth -= 1;
-  }
-  return maxDepth;
-}
-
-/**
  * Nesting depth of a value (a scalar is 0, the top-level container 1),
  * walked level by level and abandoned once past `limit`, so that cycles end,
  * shared sub-objects are visited once per level and nothing recurses.
@@ -154,5 +132,19 @@ function assertHighDataShape(value: JsonValue): asserts value is HighData {
     if (!Object.values(body).every(Array.isArray)) {
       throw new ProtocolError('invalid_high_data', 'each state entry must map to a list of function arguments');
     }
+    const modules = Object.keys(body).map(stateModule);
+    if (new Set(modules).size !== modules.length) {
+      throw new ProtocolError('invalid_high_data', 'a state declares the same state module twice');
+    }
   }
+}
+
+/**
+ * The state module a state-body key names: the text before its first `.`
+ * (Salt's SLS compiler splits `<module>.<function>` keys on `.` and refuses a
+ * second declaration of the same module in one state).
+ */
+function stateModule(key: string): string {
+  const dot = key.indexOf('.');
+  return dot === -1 ? key : key.slice(0, dot);
 }

@@ -9,6 +9,7 @@ them). The module is imported by path, without Salt.
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,11 @@ HARNESS = Path(__file__).resolve().parents[1]
 FIXTURE_DIR = HARNESS / "fixtures"
 MODULE_PATH = HARNESS.parent / "minion-wrapper" / "salt" / "_modules" / "oduflow_job.py"
 MASTER_ONLY = {"transitions.json"}
+# Every category the Python module implements must have cases in the corpus.
+EXPECTED_CATEGORIES = {"identity", "canonical_json", "high_data", "reduction", "receipt", "status_answer"}
+# The corpus holds values nested 2000 deep (refused by the module's own
+# MAX_JSON_DEPTH); Python's C JSON decoder counts them against the recursion limit.
+FIXTURE_RECURSION_LIMIT = 10_000
 
 
 def _load_module():
@@ -56,12 +62,21 @@ CALLS = {
 }
 
 
+def _load_corpus_file(path):
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, FIXTURE_RECURSION_LIMIT))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _collect_cases():
     cases = []
     for path in sorted(FIXTURE_DIR.glob("*.json")):
         if path.name in MASTER_ONLY or path.name.endswith(".schema.json"):
             continue
-        corpus = json.loads(path.read_text(encoding="utf-8"))
+        corpus = _load_corpus_file(path)
         for case in corpus["cases"]:
             cases.append(pytest.param(corpus["category"], case, id=case["id"]))
     return cases
@@ -75,12 +90,19 @@ def _strict_json(value):
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+def test_the_corpus_is_present_and_covers_every_python_category():
+    """A wrong corpus path or an emptied corpus must fail, never skip the suite silently."""
+    assert FIXTURE_DIR.is_dir(), f"fixture corpus not found at {FIXTURE_DIR}"
+    assert CASES, f"fixture corpus at {FIXTURE_DIR} has no cases"
+    categories = {param.values[0] for param in CASES}
+    assert categories == EXPECTED_CATEGORIES, f"corpus categories {sorted(categories)}"
+
+
 def test_every_case_id_is_unique_across_the_corpus():
     ids = [param.id for param in CASES]
     assert len(ids) == len(set(ids))
 
 
-@pytest.mark.skipif(not CASES, reason="the shared fixture corpus has no case files yet")
 @pytest.mark.parametrize(("category", "case"), CASES)
 def test_the_python_module_agrees_with_the_fixture(category, case):
     if case.get("python") is False:

@@ -59,10 +59,15 @@ ANSWER_FIELDS = frozenset(("protocol", *BINDING_FIELDS, "status", "passed", "tot
 JID_INDEX_FIELDS = frozenset(("protocol", *BINDING_FIELDS))
 
 MAX_SAFE_INTEGER = 2**53 - 1
+# Canonical JSON nests at most this deep (the top-level container is depth 1).
+MAX_JSON_DEPTH = 100
 MAX_HIGH_DATA_BYTES = 64 * 1024
 MAX_HIGH_DATA_DEPTH = 32
 # A store file holds one small canonical JSON object; anything bigger is not ours.
 MAX_STORE_FILE_BYTES = 4096
+# A record is replaced at most twice (claim, receipt); a read that keeps losing
+# the race with a rename is not reading a store this module writes.
+_READ_ATTEMPTS = 5
 
 # Every state call is synchronous, in this process, never queued, never
 # beside another state run, never in test mode, never publishing per-state
@@ -160,7 +165,7 @@ def _canonical_json(value):
     """Return the canonical serialization of ``value`` or raise ``unsupported_json_value``."""
     parts = []
     try:
-        _emit_canonical(value, parts)
+        _emit_canonical(value, parts, 0)
     except RecursionError:
         raise ProtocolError(
             "unsupported_json_value", "value is nested too deeply to serialize"
@@ -168,8 +173,14 @@ def _canonical_json(value):
     return "".join(parts)
 
 
-def _emit_canonical(value, parts):
+def _emit_canonical(value, parts, depth):
     kind = type(value)
+    if kind in (list, dict):
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            raise ProtocolError(
+                "unsupported_json_value", f"value nests deeper than {MAX_JSON_DEPTH} levels"
+            )
     if value is None:
         parts.append("null")
     elif kind is bool:
@@ -183,7 +194,7 @@ def _emit_canonical(value, parts):
         for index, item in enumerate(value):
             if index:
                 parts.append(",")
-            _emit_canonical(item, parts)
+            _emit_canonical(item, parts, depth)
         parts.append("]")
     elif kind is dict:
         keys = {key: _canonical_string(key) for key in value}
@@ -193,7 +204,7 @@ def _emit_canonical(value, parts):
                 parts.append(",")
             parts.append(keys[key])
             parts.append(":")
-            _emit_canonical(value[key], parts)
+            _emit_canonical(value[key], parts, depth)
         parts.append("}")
     else:
         raise _unsupported_json_value()
@@ -225,6 +236,11 @@ def _parse_canonical_json(text):
     """Return the value of ``text`` if ``text`` is exactly its canonical serialization."""
     if type(text) is not str:
         raise ProtocolError("non_canonical_json", "canonical JSON text must be a string")
+    if _text_nesting_depth(text) > MAX_JSON_DEPTH:
+        # Scanned on the text, so no parser's recursion limit decides anything.
+        raise ProtocolError(
+            "non_canonical_json", f"text nests deeper than {MAX_JSON_DEPTH} levels"
+        )
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
@@ -323,6 +339,24 @@ def _check_high_data_shape(value):
                 "invalid_high_data",
                 "each state entry must map to a list of function arguments",
             )
+        modules = [_state_module(key) for key in body]
+        if len(set(modules)) != len(modules):
+            raise _duplicate_state_module()
+
+
+def _state_module(key):
+    """The state module a state-body key names: the text before its first ".".
+
+    Salt's SLS compiler splits ``"<module>.<function>"`` keys on "." and
+    refuses a second declaration of the same module in one state.
+    """
+    return key.partition(".")[0]
+
+
+def _duplicate_state_module():
+    return ProtocolError(
+        "invalid_high_data", "a state declares the same state module twice"
+    )
 
 
 def _check_state_data(profile, state_data_json):
@@ -349,9 +383,8 @@ def _state_high_data(value):
         for key, args in body.items():
             module, dot, function = key.partition(".")
             if module in declarations:
-                raise ProtocolError(
-                    "invalid_high_data", "a state declares the same state module twice"
-                )
+                # _check_high_data_shape refused this before any digest existed.
+                raise _duplicate_state_module()
             declarations[module] = [*args, function] if dot else args
         high[state_id] = declarations
     return high
@@ -522,17 +555,27 @@ class _Store:
         dir_fd = self._fds[subdir]
         if dir_fd is None:
             return None
-        try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise _refused_open(exc) from None
-        try:
-            _check_file(fd)
-            data = os.read(fd, MAX_STORE_FILE_BYTES + 1)
-        finally:
-            os.close(fd)
+        data = None
+        for _attempt in range(_READ_ATTEMPTS):
+            try:
+                fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise _refused_open(exc) from None
+            try:
+                info = os.fstat(fd)
+                if info.st_nlink == 0:
+                    # An atomic write renamed a new file over the one just
+                    # opened (a claim becoming its receipt): read the new one.
+                    continue
+                _check_file(fd, info)
+                data = os.read(fd, MAX_STORE_FILE_BYTES + 1)
+            finally:
+                os.close(fd)
+            break
+        if data is None:
+            raise _unsafe("a receipt store file kept being replaced while it was read")
         if len(data) > MAX_STORE_FILE_BYTES:
             raise _malformed("a receipt store file is larger than any protocol record")
         try:
@@ -582,15 +625,24 @@ class _Store:
             raise
         return fd
 
-    def is_locked(self, name):
-        """True while a living process holds ``locks/name``; the probe never creates it."""
+    @contextlib.contextmanager
+    def probe_lock(self, name):
+        """Yield True while a living process holds ``locks/name`` exclusively.
+
+        Otherwise yield False while holding a *shared* lock on it, so no
+        worker can take it until the block ends (concurrent probes share it
+        and never see each other as busy). The probe never creates the file:
+        a missing lock file has no holder.
+        """
         dir_fd = self._fds["locks"]
         if dir_fd is None:
-            return False
+            yield False
+            return
         try:
             fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
-            return False
+            yield False
+            return
         except OSError as exc:
             raise _refused_open(exc) from None
         try:
@@ -598,8 +650,10 @@ class _Store:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                return True
-            return False
+                busy = True
+            else:
+                busy = False
+            yield busy
         finally:
             os.close(fd)
 
@@ -661,8 +715,9 @@ def _refused_open(exc):
     return _unsafe("the receipt store could not be opened")
 
 
-def _check_file(fd):
-    info = os.fstat(fd)
+def _check_file(fd, info=None):
+    if info is None:
+        info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise _unsafe("a receipt store entry is not a regular file")
     if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o600:
@@ -739,7 +794,10 @@ def _suppressed_raw_results(cachedir):
     options; those writes go to disposable in-memory streams and reads of those
     paths are refused. ``State.event`` is silenced (per-state ``fire_event``
     ignores ``state_events=False``) and ``State.call_parallel`` is refused
-    (parallel results are written below ``<cachedir>/<jid>/``). The patches are
+    (parallel results are written below ``<cachedir>/<jid>/``). Every log
+    handler blanks records from any logger but this module's own
+    (``_suppressed_log_content``): Salt logs failed states' comments, changes
+    and stdout/stderr at ERROR. The patches are
     process-wide, which is why ``run`` insists on ``multiprocessing: True``:
     the worker is then a process of its own. Everything is restored on exit.
     """
@@ -772,11 +830,108 @@ def _suppressed_raw_results(cachedir):
     salt.state.State.event = silent_event
     salt.state.State.call_parallel = refused_call_parallel
     try:
-        yield
+        with _suppressed_log_content():
+            yield
     finally:
         salt.utils.files.fopen = original_fopen
         salt.state.State.event = original_event
         salt.state.State.call_parallel = original_call_parallel
+
+
+SUPPRESSED_LOG_TEXT = "{name}: {level} record suppressed during a managed apply (oduflow_job)"
+
+
+class _LogContentFilter(logging.Filter):
+    """Blanks every record not from this module's own logger; lets it through.
+
+    Salt logs failed states' comments, changes and stdout/stderr at ERROR
+    (``salt.state.format_log``, ``cmdmod``). Operators still see that
+    something was logged, by which logger and at which level, never what.
+    """
+
+    def __init__(self, own_logger_name):
+        super().__init__()
+        self._own = own_logger_name
+
+    def filter(self, record):
+        if record.name != self._own:
+            record.msg = SUPPRESSED_LOG_TEXT.format(name=record.name, level=record.levelname)
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+            record.stack_info = None
+            if hasattr(record, "message"):
+                record.message = record.msg
+            # Salt's exc_info_on_loglevel carries a traceback of its own.
+            for name in (
+                "exc_info_on_loglevel",
+                "exc_info_on_loglevel_instance",
+                "exc_info_on_loglevel_formatted",
+            ):
+                if hasattr(record, name):
+                    setattr(record, name, None)
+        return True
+
+
+def _log_handlers():
+    """Every handler a record logged in this process can reach, each once.
+
+    Salt 3006.27 attaches its console, log file, syslog and extended handlers
+    to the root logger in every process (there is no logging queue to a
+    parent); handlers on other loggers and ``logging.lastResort`` count too.
+    """
+    handlers = {}
+    loggers = [logging.getLogger()]
+    loggers += [
+        logger
+        for logger in list(logging.Logger.manager.loggerDict.values())
+        if isinstance(logger, logging.Logger)
+    ]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            handlers[id(handler)] = handler
+    if logging.lastResort is not None:
+        handlers[id(logging.lastResort)] = logging.lastResort
+    return list(handlers.values())
+
+
+@contextlib.contextmanager
+def _suppressed_log_content():
+    """Install ``_LogContentFilter`` on every log handler; remove it on exit.
+
+    A handler whose ``handle`` skips the filters (Salt's
+    ``DeferredStreamHandler`` queues records for later) gets an instance
+    ``handle`` that filters first, removed again on exit.
+    """
+    content_filter = _LogContentFilter(log.name)
+    installed = []
+    try:
+        for handler in _log_handlers():
+            handler.addFilter(content_filter)
+            # (had an instance ``handle``, that value): local state only, since
+            # Salt's loader may re-execute this module's globals meanwhile.
+            previous = ("handle" in handler.__dict__, handler.__dict__.get("handle"))
+            wrapped = type(handler).handle is not logging.Handler.handle
+            if wrapped:
+                handler.handle = _filtering_handle(handler.handle, content_filter)
+            installed.append((handler, wrapped, previous))
+        yield
+    finally:
+        for handler, wrapped, (had_own_handle, own_handle) in installed:
+            handler.removeFilter(content_filter)
+            if wrapped:
+                if had_own_handle:
+                    handler.handle = own_handle
+                else:
+                    handler.__dict__.pop("handle", None)
+
+
+def _filtering_handle(handle, content_filter):
+    def filtering_handle(record):
+        content_filter.filter(record)
+        return handle(record)
+
+    return filtering_handle
 
 
 def _is_state_cache_path(path, cache_root):
@@ -896,7 +1051,7 @@ def _run(request_id, profile, state_data_json, kwargs):
             return record
         if index is not None or record is not None:
             raise ProtocolError(
-                "execution_busy",
+                "already_claimed",
                 "this request was already claimed and is never executed again; "
                 "ask oduflow_job.status for its outcome",
             )
@@ -970,6 +1125,17 @@ def _status(request_id, jid, profile, state_digest, kwargs):
             return record
         if index is None and record is None:
             return answer
-        live = store.is_locked(binding["request_id"] + ".lock")
-    answer["status"] = "running" if live else "unknown"
+        # A claim without a terminal receipt. The worker holds the request
+        # lock from before its claim until after its terminal commit, so a
+        # busy lock means it is alive. A free lock may also mean it committed
+        # and released since the read above: re-read under the lock (held
+        # shared, so no worker can start in between) before answering unknown.
+        with store.probe_lock(binding["request_id"] + ".lock") as busy:
+            if busy:
+                answer["status"] = "running"
+                return answer
+            _index, record = _read_evidence(store, binding)
+            if record is not None and record["status"] in TERMINAL_STATUSES:
+                return record
+    answer["status"] = "unknown"
     return answer
