@@ -1,4 +1,12 @@
 import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default defineConfig(sharedTestConfig(import.meta.dirname));
+// The e2e suite (tests/e2e) starts real Salt topologies: files run one after
+// another so two suites never compete for the 2 CI cores, and a topology's
+// start-up and teardown get hook time. Each e2e test sets its own timeout.
+export default defineConfig(
+  sharedTestConfig(import.meta.dirname, {
+    fileParallelism: false,
+    hookTimeout: 180_000,
+  }),
+);

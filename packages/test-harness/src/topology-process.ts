@@ -12,11 +12,40 @@ export interface ProcInfo {
   cwd: string | null;
 }
 
+/** The state of a thread of `pid` that has not exited yet, or null when none is left. */
+function liveThreadState(pid: number): string | null {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  for (const tid of tasks) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+      if (state !== undefined && state !== 'Z' && state !== 'X') return state;
+    } catch {
+      // this thread is gone
+    }
+  }
+  return null;
+}
+
 function readProc(pid: number): ProcInfo | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // "pid (comm) state ppid pgrp session ..." — comm may contain spaces and parens.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // /proc/<pid>/stat shows the thread-group leader. A SIGKILLed
+    // multi-threaded process (salt-api's CherryPy child) can show a zombie
+    // leader while its other threads are still exiting and the shared file
+    // table, listening socket included, is still open: the kernel then still
+    // completes TCP handshakes on its port. It is gone only when every thread is.
+    if (fields[0] === 'Z' || fields[0] === 'X') {
+      const live = liveThreadState(pid);
+      if (live !== null) fields[0] = live;
+    }
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
     let cwd: string | null = null;
     try {
