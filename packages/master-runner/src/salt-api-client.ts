@@ -44,6 +44,26 @@ export interface SaltApiClientOptions {
   readonly now?: () => number;
 }
 
+/**
+ * Runs the client's salt-api exchanges one at a time, each with its full
+ * deadline from the moment it gets its turn. salt-api 3006.27 builds a
+ * NetapiClient per request whose constructor rewrites the master's
+ * `.root_key` file (salt/daemons/masterapi.py mk_key: exists → unlink →
+ * create); two requests arriving together race on it and one fails with
+ * HTTP 500 before its lowstate runs. A publication answered that way would
+ * be recorded as uncertain although nothing was published, blocking its
+ * target until an operator reconciles it. Serializing here keeps one runner
+ * process from ever causing that race.
+ */
+function oneAtATime(): <T>(work: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (work) => {
+    const turn = tail.then(work, work);
+    tail = turn.catch(() => undefined);
+    return turn;
+  };
+}
+
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** Renew this long before salt-api says the token expires. */
 const RENEW_BEFORE_EXPIRY_MS = 60_000;
@@ -57,7 +77,9 @@ interface Token {
   readonly expiresAtMs: number;
 }
 
-type Authorized = { readonly ok: true; readonly response: HttpResponse } | { readonly ok: false; readonly sent: boolean; readonly reason: SaltFailureReason };
+type Authorized =
+  | { readonly ok: true; readonly response: HttpResponse }
+  | { readonly ok: false; readonly sent: boolean; readonly reason: SaltFailureReason };
 
 function parseBaseUrl(raw: string): URL {
   let url: URL;
@@ -105,11 +127,13 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
   const eauth = options.eauth ?? 'pam';
   if (!EAUTH.test(eauth)) throw new MasterRunnerError('config_invalid', 'the salt-api eauth backend name is malformed');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new MasterRunnerError('config_invalid', 'the salt-api timeout must be a positive integer');
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
+    throw new MasterRunnerError('config_invalid', 'the salt-api timeout must be a positive integer');
   const password = readPrivatePasswordFile(options.passwordFile);
   const now = options.now ?? Date.now;
   const username = options.username;
   let token: Token | undefined;
+  const serialized = oneAtATime();
 
   const endpoint = (path: string): URL => new URL(path, base);
 
@@ -141,7 +165,8 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
    * against ours; without either, a short life is assumed.
    */
   function tokenLifeMs(answer: unknown, sentAtMs: number): number {
-    const expire = isRecord(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
+    const expire =
+      isRecord(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
     const start = isRecord(answer) && typeof answer['start'] === 'number' && Number.isFinite(answer['start']) ? answer['start'] : undefined;
     if (expire === undefined) return ASSUMED_TOKEN_LIFE_MS;
     const life = start === undefined ? expire * 1000 - sentAtMs : (expire - start) * 1000;
@@ -149,7 +174,10 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
   }
 
   /** A token that stays valid for `needMs` more (plus the renewal margin), logging in first when needed. */
-  async function freshToken(needMs: number, deadlineMs: number): Promise<{ ok: true; token: Token } | { ok: false; reason: SaltFailureReason }> {
+  async function freshToken(
+    needMs: number,
+    deadlineMs: number
+  ): Promise<{ ok: true; token: Token } | { ok: false; reason: SaltFailureReason }> {
     if (token !== undefined && now() + needMs < token.expiresAtMs - RENEW_BEFORE_EXPIRY_MS) return { ok: true, token };
     token = undefined;
     return login(deadlineMs);
@@ -200,47 +228,50 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
   }
 
   return {
-    async publish(minionId, jid, fun, args): Promise<PublishOutcome> {
-      const outcome = await postOnce([{ client: 'local_async', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], jid }], timeoutMs);
-      if (!outcome.ok) return outcome.sent ? { kind: 'uncertain', reason: outcome.reason } : { kind: 'not_sent', reason: outcome.reason };
-      const { status, body } = outcome.response;
-      // The request was sent: a rejected session does not prove it was not acted on.
-      if (status === 401) return { kind: 'uncertain', reason: 'unauthorized' };
-      if (status >= 500) return { kind: 'uncertain', reason: 'server_error' };
-      if (status !== 200) return { kind: 'uncertain', reason: 'http_error' };
-      const ack = firstReturn(body);
-      if (!isRecord(ack)) return { kind: 'uncertain', reason: 'malformed_response' };
-      // {} is salt-api's answer when no accepted key matched (the master's jid was None).
-      if (Object.keys(ack).length === 0) return { kind: 'uncertain', reason: 'no_matching_minion' };
-      if (ack['jid'] !== jid) return { kind: 'uncertain', reason: 'jid_mismatch' };
-      const minions = ack['minions'];
-      if (!Array.isArray(minions) || minions.length !== 1 || minions[0] !== minionId) {
-        return { kind: 'uncertain', reason: 'malformed_response' };
-      }
-      return { kind: 'acked' };
-    },
-
-    async call(minionId, fun, args, callTimeoutMs): Promise<CallOutcome> {
-      // Salt's `timeout` is not a hard cap (find_job keeps extending it), so
-      // the HTTP deadline is ours and Salt is asked to give up a bit earlier.
-      const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.8) / 1000));
-      const outcome = await postIdempotent(
-        [{ client: 'local', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
-        callTimeoutMs,
-      );
-      if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
-      const { status, body } = outcome.response;
-      if (status >= 500) return { kind: 'failed', reason: 'server_error', sent: true };
-      if (status !== 200) return { kind: 'failed', reason: 'http_error', sent: true };
-      const answers = firstReturn(body);
-      if (!isRecord(answers)) return { kind: 'failed', reason: 'malformed_response', sent: true };
-      if (Object.keys(answers).length === 0) return { kind: 'no_target' };
-      const mine = answers[minionId];
-      if (mine === false) return { kind: 'no_return' };
-      if (!isRecord(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
-        return { kind: 'failed', reason: 'malformed_response', sent: true };
-      }
-      return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };
-    },
+    publish: (minionId, jid, fun, args) => serialized(() => publishNow(minionId, jid, fun, args)),
+    call: (minionId, fun, args, callTimeoutMs) => serialized(() => callNow(minionId, fun, args, callTimeoutMs)),
   };
+
+  async function publishNow(minionId: string, jid: string, fun: string, args: readonly unknown[]): Promise<PublishOutcome> {
+    const outcome = await postOnce([{ client: 'local_async', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], jid }], timeoutMs);
+    if (!outcome.ok) return outcome.sent ? { kind: 'uncertain', reason: outcome.reason } : { kind: 'not_sent', reason: outcome.reason };
+    const { status, body } = outcome.response;
+    // The request was sent: a rejected session does not prove it was not acted on.
+    if (status === 401) return { kind: 'uncertain', reason: 'unauthorized' };
+    if (status >= 500) return { kind: 'uncertain', reason: 'server_error' };
+    if (status !== 200) return { kind: 'uncertain', reason: 'http_error' };
+    const ack = firstReturn(body);
+    if (!isRecord(ack)) return { kind: 'uncertain', reason: 'malformed_response' };
+    // {} is salt-api's answer when no accepted key matched (the master's jid was None).
+    if (Object.keys(ack).length === 0) return { kind: 'uncertain', reason: 'no_matching_minion' };
+    if (ack['jid'] !== jid) return { kind: 'uncertain', reason: 'jid_mismatch' };
+    const minions = ack['minions'];
+    if (!Array.isArray(minions) || minions.length !== 1 || minions[0] !== minionId) {
+      return { kind: 'uncertain', reason: 'malformed_response' };
+    }
+    return { kind: 'acked' };
+  }
+
+  async function callNow(minionId: string, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<CallOutcome> {
+    // Salt's `timeout` is not a hard cap (find_job keeps extending it), so
+    // the HTTP deadline is ours and Salt is asked to give up a bit earlier.
+    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.8) / 1000));
+    const outcome = await postIdempotent(
+      [{ client: 'local', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
+      callTimeoutMs
+    );
+    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    const { status, body } = outcome.response;
+    if (status >= 500) return { kind: 'failed', reason: 'server_error', sent: true };
+    if (status !== 200) return { kind: 'failed', reason: 'http_error', sent: true };
+    const answers = firstReturn(body);
+    if (!isRecord(answers)) return { kind: 'failed', reason: 'malformed_response', sent: true };
+    if (Object.keys(answers).length === 0) return { kind: 'no_target' };
+    const mine = answers[minionId];
+    if (mine === false) return { kind: 'no_return' };
+    if (!isRecord(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
+      return { kind: 'failed', reason: 'malformed_response', sent: true };
+    }
+    return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };
+  }
 }

@@ -117,7 +117,7 @@ describe('poll', () => {
     };
     const slow = poll(world.deps, REQUEST_A);
     await waitFor(() => statusCalls === 1);
-    const fast = await poll(world.deps, REQUEST_A);
+    const fast = await poll(world.anotherWorker(), REQUEST_A);
     expect(fast).toMatchObject({ outcome: 'committed', record: { state: 'succeeded' } });
     releaseSlow();
     const late = await slow;
@@ -126,7 +126,7 @@ describe('poll', () => {
   });
 
   it('commits a terminal result once when two pollers fetch it at the same time', async () => {
-    const results = await Promise.all([poll(world.deps, REQUEST_A), poll(world.deps, REQUEST_A)]);
+    const results = await Promise.all([poll(world.deps, REQUEST_A), poll(world.anotherWorker(), REQUEST_A)]);
     expect(results.map((r) => r.outcome).sort()).toEqual(['committed', 'unchanged']);
     expect(results.every((r) => r.record.state === 'succeeded')).toBe(true);
   });

@@ -242,3 +242,48 @@ describe('configuration and credentials', () => {
     expect(creationError(() => client({ url: 'ftp://127.0.0.1' })).code).toBe('config_invalid');
   });
 });
+
+describe('request serialization', () => {
+  it('never has two salt-api exchanges in flight at once, so salt-api 3006.27 cannot race on its .root_key', async () => {
+    const { createServer } = await import('node:http');
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let lowstates = 0;
+    const server = createServer((req, res) => {
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      const finish = (status: number, body: unknown) => {
+        inFlight -= 1;
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      };
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/login') {
+          finish(200, { return: [{ token: 'serial-token', expire: Date.now() / 1000 + 3600, start: Date.now() / 1000 }] });
+          return;
+        }
+        lowstates += 1;
+        // Hold each answer long enough that overlapping requests would be seen.
+        setTimeout(() => finish(200, { return: [{ [MINION]: { ret: GOOD_CAPABILITIES, retcode: 0 } }] }), 40);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no port');
+      const salt = client({ url: `http://127.0.0.1:${address.port}`, timeoutMs: 5_000 });
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          i % 2 === 0
+            ? salt.call(MINION, 'oduflow_job.capabilities', [], 5_000)
+            : salt.publish(MINION, `2026112910000000000${i}`, 'oduflow_job.run', [REQUEST_A, 'configure', '']),
+        ),
+      );
+      expect(lowstates).toBe(6);
+      expect(maxInFlight).toBe(1);
+      expect(answers.filter((a) => a.kind === 'returned')).toHaveLength(3);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});

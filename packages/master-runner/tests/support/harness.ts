@@ -41,6 +41,8 @@ export interface World {
   readonly salt: SaltClient;
   readonly passwordFile: string;
   readonly deps: MasterDeps;
+  /** Deps of a second runner worker: the same store, its own salt-api client (a client serializes its own exchanges). */
+  anotherWorker(): MasterDeps;
   close(): Promise<void>;
 }
 
@@ -50,20 +52,23 @@ export async function makeWorld(options: { callTimeoutMs?: number; publishTimeou
   const store = await createFileRecordStore({ root: storeRoot, lockWaitMs: 10_000 });
   const standIn = await startSaltApiStandIn();
   const passwordFile = writePasswordFile(dir, standIn.password);
-  const salt = createSaltApiClient({
-    url: standIn.url,
-    username: standIn.username,
-    passwordFile,
-    eauth: 'sharedsecret',
-    timeoutMs: options.publishTimeoutMs ?? 2_000,
-  });
-  const deps: MasterDeps = {
+  const newClient = () =>
+    createSaltApiClient({
+      url: standIn.url,
+      username: standIn.username,
+      passwordFile,
+      eauth: 'sharedsecret',
+      timeoutMs: options.publishTimeoutMs ?? 2_000,
+    });
+  const salt = newClient();
+  const depsWith = (client: SaltClient): MasterDeps => ({
     store,
-    salt,
+    salt: client,
     now: steppingClock(),
     callTimeoutMs: options.callTimeoutMs ?? 2_000,
     crashAt: () => undefined,
-  };
+  });
+  const deps = depsWith(salt);
   return {
     scratch: dir,
     storeRoot,
@@ -72,6 +77,7 @@ export async function makeWorld(options: { callTimeoutMs?: number; publishTimeou
     salt,
     passwordFile,
     deps,
+    anotherWorker: () => depsWith(newClient()),
     close: async () => {
       await store.close();
       await standIn.close();

@@ -90,26 +90,14 @@ export interface CountingSalt extends SaltClient {
 }
 
 /**
- * salt-api 3006.27 builds a NetapiClient per request, and its constructor
- * rewrites the master's `.root_key` file (masterapi.access_keys → mk_key:
- * exists → unlink → create). Two requests arriving in the same instant race
- * on that file and one of them fails with HTTP 500 "An unexpected error
- * occurred" before its lowstate runs (seen in about one fresh topology in
- * three with three simultaneous requests). `serialize` lets a test keep its
- * dispatches, store units and minion applies concurrent while its exchanges
- * with salt-api go one at a time.
+ * Wraps the real client to count what the runner sent. The real client itself
+ * runs its salt-api exchanges one at a time (salt-api 3006.27 races on its
+ * `.root_key` file when requests arrive together; see createSaltApiClient).
  */
-export function countingSalt(inner: SaltClient, options: { serialize?: boolean } = {}): CountingSalt {
+export function countingSalt(inner: SaltClient): CountingSalt {
   const publishes: PublishCall[] = [];
   const calls: Array<{ minionId: string; fun: string }> = [];
   let hook: (() => Promise<void>) | undefined;
-  let queue: Promise<unknown> = Promise.resolve();
-  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
-    if (options.serialize !== true) return work();
-    const result = queue.then(work, work);
-    queue = result.catch(() => undefined);
-    return result;
-  };
   return {
     publishes,
     calls,
@@ -120,13 +108,13 @@ export function countingSalt(inner: SaltClient, options: { serialize?: boolean }
       const run = hook;
       hook = undefined;
       if (run !== undefined) await run();
-      const outcome = await exclusive(() => inner.publish(minionId, jid, fun, args));
+      const outcome = await inner.publish(minionId, jid, fun, args);
       publishes.push({ minionId, jid, fun, args: [...args], outcome });
       return outcome;
     },
     async call(minionId, fun, args, timeoutMs): Promise<CallOutcome> {
       calls.push({ minionId, fun });
-      return exclusive(() => inner.call(minionId, fun, args, timeoutMs));
+      return inner.call(minionId, fun, args, timeoutMs);
     },
   };
 }
@@ -150,7 +138,7 @@ export interface E2eMaster {
  */
 export async function createE2eMaster(
   topo: Topology,
-  options: { url?: string; callTimeoutMs?: number; serializeSaltApi?: boolean } = {},
+  options: { url?: string; callTimeoutMs?: number } = {},
 ): Promise<E2eMaster> {
   const root = mkdtempSync(join(tmpdir(), 'oduflow-e2e-master-'));
   const storeDir = join(root, 'store');
@@ -164,7 +152,7 @@ export async function createE2eMaster(
     eauth: topo.eauth,
     timeoutMs: 30_000,
   });
-  const salt = countingSalt(real, { serialize: options.serializeSaltApi ?? false });
+  const salt = countingSalt(real);
   const logger = createMasterLogger({ level: 'debug', fd: logFd });
   const deps: MasterDeps = { store, salt, logger, callTimeoutMs: options.callTimeoutMs ?? 20_000 };
   let closed = false;
