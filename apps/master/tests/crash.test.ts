@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -8,7 +8,8 @@ import { assertBuilt, jsonOf, runCli, type CliRun } from './support/cli.js';
 
 /*
  * DESIGN §6, master side: the real CLI process SIGKILLs itself at P1–P4
- * (ODUFLOW_TEST_CRASH_AT), then is run again to recover. The stand-in counts
+ * (ODUFLOW_TEST_CRASH_AT), and inside the file store's create at S1/S2,
+ * then is run again to recover. The stand-in counts
  * publications per request; the record on disk is read back after each step.
  */
 
@@ -117,6 +118,46 @@ describe('crash points of the master (real CLI, SIGKILL)', () => {
     expect(polled.code).toBe(0);
     expect(recordsOf(polled)).toMatchObject([{ state: 'failed', passed: 57, total: 60 }]);
     expect(onDisk()).toMatchObject({ state: 'failed', passed: 57, total: 60 });
+    expect(standIn.publicationsOf(REQUEST)).toBe(1);
+  });
+
+  it('S1: a JID reserved without index entry or record burns the JID and blocks nothing', async () => {
+    await crashAt('S1', dispatchArgs);
+    const burned = readdirSync(join(dir, 'store', 'jids'));
+    expect(burned).toHaveLength(1);
+    expect(readdirSync(join(dir, 'store', 'requests'))).toEqual([]);
+    expect(existsSync(join(dir, 'store', 'targets', MINION))).toBe(false);
+
+    const again = await runCli(dispatchArgs, env);
+    expect(again.code).toBe(0);
+    expect(jsonOf(again)).toMatchObject({ outcome: 'published' });
+    expect(recordsOf(again)).toMatchObject([{ request_id: REQUEST, state: 'published' }]);
+    expect(`${onDisk()['jid'] as string}.json`).not.toBe(burned[0]);
+    expect(standIn.publicationsOf(REQUEST)).toBe(1);
+  });
+
+  it('S2: an index entry without its record does not block the target, and its JID is never reused', async () => {
+    await crashAt('S2', dispatchArgs);
+    const burned = readdirSync(join(dir, 'store', 'jids'));
+    expect(burned).toHaveLength(1);
+    expect(readdirSync(join(dir, 'store', 'targets', MINION))).toEqual([`${REQUEST}.json`]);
+    expect(readdirSync(join(dir, 'store', 'requests'))).toEqual([]);
+    expect(standIn.publications).toHaveLength(0);
+
+    // Another request to the same target is not blocked by the dangling entry.
+    const other = await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', SECOND, '--json'], env);
+    expect(other.code).toBe(0);
+    expect(jsonOf(other)).toMatchObject({ outcome: 'published' });
+    const otherJid = recordsOf(other)[0]?.['jid'] as string;
+    expect(otherJid).toMatch(/^\d{20}$/);
+    expect(`${otherJid}.json`).not.toBe(burned[0]);
+    expect(standIn.publicationsUnder(burned[0]!.replace('.json', ''))).toBe(0);
+
+    // Once SECOND is settled, the crashed request itself can be dispatched, under a fresh JID.
+    expect((await runCli(['poll', '--json'], env)).code).toBe(0);
+    const again = await runCli(dispatchArgs, env);
+    expect(again.code).toBe(0);
+    expect(`${onDisk()['jid'] as string}.json`).not.toBe(burned[0]);
     expect(standIn.publicationsOf(REQUEST)).toBe(1);
   });
 });

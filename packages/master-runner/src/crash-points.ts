@@ -9,14 +9,22 @@
  *   P2  intent persisted (publishing), Salt not yet called
  *   P3  Salt publish call returned, its outcome not yet recorded
  *   P4  status answer fetched, not yet committed
+ *
+ * Inside the file store's create unit (FileRecordStoreOptions.crashAt):
+ *
+ *   S1  JID reserved (jids/<jid>.json), target index entry not yet written
+ *   S2  target index entry written (targets/<minion>/<id>.json), record not yet written
  */
 export const CRASH_POINTS = ['P1', 'P2', 'P3', 'P4'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
+export const STORE_CRASH_POINTS = ['S1', 'S2'] as const;
+export type StoreCrashPoint = (typeof STORE_CRASH_POINTS)[number];
+
 export const CRASH_ENV = 'ODUFLOW_TEST_CRASH_AT';
 
 /** Kills this process with SIGKILL when ODUFLOW_TEST_CRASH_AT names `point`. */
-export function crashIfRequested(point: CrashPoint): void {
+export function crashIfRequested(point: CrashPoint | StoreCrashPoint): void {
   const requested = process.env[CRASH_ENV];
   if (requested === undefined || requested !== point) return;
   process.kill(process.pid, 'SIGKILL');

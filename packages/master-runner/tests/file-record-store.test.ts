@@ -7,6 +7,8 @@ import { MasterRunnerError } from '../src/errors.js';
 import { createFileRecordStore } from '../src/file-record-store.js';
 import { preflight } from '../src/preflight.js';
 import { reconcile } from '../src/reconcile.js';
+import type { MasterDeps } from '../src/deps.js';
+import type { RecordStore } from '../src/record-store.js';
 import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, scratchDir, type World } from './support/harness.js';
 
 async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
@@ -83,7 +85,8 @@ describe('opening the store', () => {
       const reopened = await createFileRecordStore({ root: world.storeRoot });
       expect(await reopened.get(REQUEST_A)).toEqual(await world.store.get(REQUEST_A));
       await reopened.close();
-      expect(readdirSync(world.storeRoot).sort()).toEqual(['jids', 'locks', 'requests']);
+      expect(readdirSync(world.storeRoot).sort()).toEqual(['jids', 'locks', 'requests', 'targets', 'unbound']);
+      expect(readdirSync(join(world.storeRoot, 'targets', MINION))).toEqual([`${REQUEST_A}.json`]);
     } finally {
       await world.close();
     }
@@ -92,17 +95,30 @@ describe('opening the store', () => {
 
 describe('records at rest', () => {
   let world: World;
+  const opened: RecordStore[] = [];
   beforeEach(async () => {
     world = await makeWorld();
   });
   afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
     await world.close();
   });
 
+  /** Deps on the store opened again: records planted at rest are found (and indexed) when a store is opened. */
+  async function reopen(): Promise<MasterDeps> {
+    const store = await createFileRecordStore({ root: world.storeRoot, lockWaitMs: 10_000 });
+    opened.push(store);
+    return { ...world.deps, store };
+  }
+
   it('stops with store_corrupt on a damaged protocol 1 record instead of misreading it', async () => {
     plant(world, 'requests', `${REQUEST_A}.json`, { protocol: 1, request_id: REQUEST_A, state: 'succeeded' });
-    expect((await refusal(world.store.get(REQUEST_A))).code).toBe('store_corrupt');
-    expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure' }))).code).toBe('store_corrupt');
+    const deps = await reopen();
+    expect((await refusal(deps.store.get(REQUEST_A))).code).toBe('store_corrupt');
+    // Its target cannot be read: indexed as unbound, it stops every dispatch (fail closed).
+    expect(readdirSync(join(world.storeRoot, 'unbound'))).toEqual([`${REQUEST_A}.json`]);
+    expect((await refusal(dispatch(deps, { minionId: MINION, profile: 'configure' }))).code).toBe('store_corrupt');
+    expect((await refusal(dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('store_corrupt');
     expect(world.standIn.publications).toHaveLength(0);
   });
 
@@ -122,27 +138,31 @@ describe('records at rest', () => {
   it('loads a record without protocol 1 as legacy, keeps its fields and blocks its target', async () => {
     const original = { minion_id: MINION, fun: 'state.apply', status: 'dispatched', jid: '20251001000000000000' };
     plant(world, 'requests', 'old-dispatch-17.json', original);
-    const legacy = await world.store.get('old-dispatch-17');
+    const deps = await reopen();
+    expect(readdirSync(join(world.storeRoot, 'targets', MINION))).toEqual(['old-dispatch-17.json']);
+    const legacy = await deps.store.get('old-dispatch-17');
     expect(legacy).toMatchObject({ protocol: null, state: 'legacy', minion_id: MINION, jid: '20251001000000000000', legacy_fields: original });
-    expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure' }))).code).toBe('target_blocked');
-    expect((await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure' })).outcome).toBe('published');
+    expect((await refusal(dispatch(deps, { minionId: MINION, profile: 'configure' }))).code).toBe('target_blocked');
+    expect((await dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' })).outcome).toBe('published');
 
-    const report = await preflight(world.deps);
+    const report = await preflight(deps);
     expect(report.clean).toBe(false);
     expect(report.legacy.map((r) => r.request_id)).toEqual(['old-dispatch-17']);
 
-    await reconcile(world.deps, 'old-dispatch-17', { reason: 'old run checked on the host', actor: 'ops' });
+    await reconcile(deps, 'old-dispatch-17', { reason: 'old run checked on the host', actor: 'ops' });
     const onDisk = JSON.parse(readFileSync(join(world.storeRoot, 'requests', 'old-dispatch-17.json'), 'utf8')) as Record<string, unknown>;
     expect(onDisk).toMatchObject(original);
     expect(onDisk['oduflow_reconciliation']).toMatchObject({ reason: 'old run checked on the host', actor: 'ops' });
-    expect((await world.store.get('old-dispatch-17'))?.state).toBe('reconciled');
-    expect((await preflight(world.deps)).clean).toBe(true);
-    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure' })).outcome).toBe('published');
+    expect((await deps.store.get('old-dispatch-17'))?.state).toBe('reconciled');
+    expect((await preflight(deps)).clean).toBe(true);
+    expect((await dispatch(deps, { minionId: MINION, profile: 'configure' })).outcome).toBe('published');
   });
 
   it('lets a legacy record that names no target block every target (fail closed)', async () => {
     plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
-    expect((await refusal(dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('target_blocked');
+    const deps = await reopen();
+    expect(readdirSync(join(world.storeRoot, 'unbound'))).toEqual(['mystery.json']);
+    expect((await refusal(dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('target_blocked');
   });
 
   it('reports active unresolved requests in preflight', async () => {
@@ -179,5 +199,115 @@ describe('records at rest', () => {
   it('creates only records of the target the unit holds', async () => {
     const foreign = createRequestRecord({ request_id: REQUEST_A, minion_id: OTHER_MINION, profile: 'configure', state_digest: '', jid: '20261129100000000000', at: 'x' });
     expect((await refusal(world.store.withTarget(MINION, (unit) => unit.create(foreign)))).code).toBe('internal');
+  });
+});
+
+describe('the target index', () => {
+  let world: World;
+  const opened: RecordStore[] = [];
+  beforeEach(async () => {
+    world = await makeWorld();
+  });
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+    await world.close();
+  });
+
+  async function reopen(options: { crashAt?: (point: string) => void } = {}): Promise<MasterDeps> {
+    const store = await createFileRecordStore({ root: world.storeRoot, lockWaitMs: 10_000, ...options });
+    opened.push(store);
+    return { ...world.deps, store };
+  }
+
+  /** Turns the store into the layout written before the target index: records and JIDs only. */
+  function toOldLayout(): void {
+    rmSync(join(world.storeRoot, 'targets'), { recursive: true });
+    rmSync(join(world.storeRoot, 'unbound'), { recursive: true });
+  }
+
+  const targetEntries = (minion: string): string[] => readdirSync(join(world.storeRoot, 'targets', minion)).sort();
+
+  it('indexes a store written in the old layout when it is opened, and a blocked target is still refused', async () => {
+    world.standIn.publishMode = 'error_500';
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A })).record.state).toBe('publishing');
+    world.standIn.publishMode = 'ack';
+    expect((await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure', requestId: REQUEST_B })).outcome).toBe('published');
+    await reconcile(world.deps, REQUEST_B, { reason: 'checked on the host', actor: 'ops' });
+    plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
+    toOldLayout();
+
+    const deps = await reopen();
+    expect(targetEntries(MINION)).toEqual([`${REQUEST_A}.json`]);
+    expect(targetEntries(OTHER_MINION)).toEqual([`${REQUEST_B}.json`]);
+    expect(readdirSync(join(world.storeRoot, 'unbound'))).toEqual(['mystery.json']);
+    const blocked = await refusal(dispatch(deps, { minionId: MINION, profile: 'configure' }));
+    expect(blocked).toMatchObject({ code: 'target_blocked' });
+    await reconcile(deps, 'mystery', { reason: 'old run checked', actor: 'ops' });
+    expect(await refusal(dispatch(deps, { minionId: MINION, profile: 'configure' }))).toMatchObject({ code: 'target_blocked', requestId: REQUEST_A });
+    expect((await dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' })).outcome).toBe('published');
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('finishes an indexing interrupted half-way and is idempotent', async () => {
+    world.standIn.publishMode = 'error_500';
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure', requestId: REQUEST_B });
+    // A crash after indexing one of the two records: OTHER_MINION's entry is gone.
+    rmSync(join(world.storeRoot, 'targets', OTHER_MINION), { recursive: true });
+    const deps = await reopen();
+    expect(targetEntries(OTHER_MINION)).toEqual([`${REQUEST_B}.json`]);
+    expect(await refusal(dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' }))).toMatchObject({ code: 'target_blocked', requestId: REQUEST_B });
+    const before = readFileSync(join(world.storeRoot, 'targets', MINION, `${REQUEST_A}.json`), 'utf8');
+    await reopen();
+    await reopen();
+    expect(targetEntries(MINION)).toEqual([`${REQUEST_A}.json`]);
+    expect(readFileSync(join(world.storeRoot, 'targets', MINION, `${REQUEST_A}.json`), 'utf8')).toBe(before);
+  });
+
+  it('decides a target from its own records only (a damaged record of another target is not read)', async () => {
+    world.standIn.publishMode = 'error_500';
+    await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure', requestId: REQUEST_B });
+    world.standIn.publishMode = 'ack';
+    // Damage OTHER_MINION's record after it was indexed there.
+    plant(world, 'requests', `${REQUEST_B}.json`, { protocol: 1, request_id: REQUEST_B, state: 'succeeded' });
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure' })).outcome).toBe('published');
+    expect((await refusal(dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('store_corrupt');
+  });
+
+  it('S2 (index written, record not): the target is not blocked, the JID stays burned, the request can be dispatched again', async () => {
+    const interrupted = new Error('S2');
+    const crashing = await reopen({
+      crashAt: (point) => {
+        if (point === 'S2') throw interrupted;
+      },
+    });
+    const frozen = () => new Date('2026-11-29T10:00:00.000Z');
+    await expect(dispatch({ ...crashing, now: frozen }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A })).rejects.toBe(interrupted);
+    expect(existsSync(join(world.storeRoot, 'jids', '20261129100000000000.json'))).toBe(true);
+    expect(targetEntries(MINION)).toEqual([`${REQUEST_A}.json`]);
+    expect(existsSync(join(world.storeRoot, 'requests', `${REQUEST_A}.json`))).toBe(false);
+    expect(world.standIn.publications).toHaveLength(0);
+
+    const deps = await reopen();
+    expect(await deps.store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
+    const again = await dispatch({ ...deps, now: frozen }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(again.record).toMatchObject({ state: 'published', jid: '20261129100000000001' });
+    expect(await refusal(dispatch(deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_B }))).toMatchObject({ code: 'target_blocked', requestId: REQUEST_A });
+    expect(world.standIn.publicationsUnder('20261129100000000000')).toBe(0);
+  });
+
+  it('S1 (JID reserved, index not): nothing blocks and the JID stays burned', async () => {
+    const interrupted = new Error('S1');
+    const crashing = await reopen({
+      crashAt: (point) => {
+        if (point === 'S1') throw interrupted;
+      },
+    });
+    const frozen = () => new Date('2026-11-29T10:00:00.000Z');
+    await expect(dispatch({ ...crashing, now: frozen }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A })).rejects.toBe(interrupted);
+    expect(existsSync(join(world.storeRoot, 'targets', MINION))).toBe(false);
+    const deps = await reopen();
+    const again = await dispatch({ ...deps, now: frozen }, { minionId: MINION, profile: 'configure', requestId: REQUEST_B });
+    expect(again.record).toMatchObject({ state: 'published', jid: '20261129100000000001' });
   });
 });

@@ -1,4 +1,5 @@
 import { createFileRecordStore } from '@oduflow/master-runner';
+import { expect } from 'vitest';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +13,27 @@ import { runRecordStoreConformance } from '../src/store-conformance.js';
 runRecordStoreConformance('file store', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'oduflow-conformance-'));
   chmodSync(dir, 0o700);
-  const store = await createFileRecordStore({ root: join(dir, 'store'), lockWaitMs: 10_000 });
+  const root = join(dir, 'store');
+  const store = await createFileRecordStore({ root, lockWaitMs: 10_000 });
   return {
     store,
+    // The real create path of a second store on the same directory, stopped at
+    // S2 (JID and target index written, record not) as a SIGKILL there would.
+    interruptCreate: async (record) => {
+      const interrupted = new Error('interrupted at S2');
+      const other = await createFileRecordStore({
+        root,
+        lockWaitMs: 10_000,
+        crashAt: (point) => {
+          if (point === 'S2') throw interrupted;
+        },
+      });
+      try {
+        await expect(other.withTarget(record.minion_id, (unit) => unit.create(record))).rejects.toBe(interrupted);
+      } finally {
+        await other.close();
+      }
+    },
     dispose: async () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
