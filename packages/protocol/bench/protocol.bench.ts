@@ -20,7 +20,7 @@
  *   far below the seconds a Salt apply itself takes (< 1 ms).
  *
  * These needs are far below what the code does, so the enforced limits are
- * regression floors instead: bench/check-targets.mjs fails `npm run bench`
+ * regression floors instead: the ceilings in bench/targets.json fail `npm run bench`
  * when a mean is more than ~10× slower than measured on the reference
  * 2-core machine (docs/benchmarks.md). Bench names here are the keys there.
  */

@@ -21,7 +21,7 @@
  * - openPrivateDir: opened once per process or request; must stay ≪ 10 ms.
  *
  * fsync latency depends on the disk far more than on this code, so the
- * enforced limits are generous regression ceilings: bench/check-targets.mjs
+ * enforced limits are generous regression ceilings: bench/targets.json
  * fails `npm run bench` when a mean is more than ~10× slower than measured on
  * the reference 2-core machine (docs/benchmarks.md). Bench names are its keys.
  */
