@@ -114,9 +114,13 @@ export function signal(pid: number, sig: NodeJS.Signals): void {
 
 export const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Polls `probe` until it returns a value other than undefined, or throws at the deadline. */
+/**
+ * Polls `probe` until it returns a value other than undefined, or throws at
+ * the deadline naming `what` (a function lets the label show state read at
+ * the deadline). Tests wait on conditions with this, never on fixed sleeps.
+ */
 export async function waitFor<T>(
-  what: string,
+  what: string | (() => string),
   timeoutMs: number,
   probe: () => Promise<T | undefined> | T | undefined,
   intervalMs = 100,
@@ -131,8 +135,9 @@ export async function waitFor<T>(
       lastError = error;
     }
     if (Date.now() >= deadline) {
-      const reason = lastError instanceof Error ? `: ${lastError.message}` : '';
-      throw new Error(`topology: timed out after ${timeoutMs} ms waiting for ${what}${reason}`);
+      const reason = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
+      const label = typeof what === 'string' ? what : what();
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${label}${reason}`);
     }
     await delay(intervalMs);
   }

@@ -21,7 +21,9 @@ import {
   type SaltClient,
 } from '@oduflow/master-runner';
 import { isPollable, isProtocolRecord, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
+import { expect } from 'vitest';
 import type { Topology } from '../../../src/topology.js';
+import { waitFor } from '../../../src/topology-process.js';
 
 export const RECEIPT_KEYS = ['jid', 'minion_id', 'passed', 'profile', 'protocol', 'request_id', 'state_digest', 'status', 'total'];
 export const JID_INDEX_KEYS = ['jid', 'minion_id', 'profile', 'protocol', 'request_id', 'state_digest'];
@@ -45,32 +47,8 @@ export const RAW_OUTPUT_NEEDLES = [
   'sleep ',
 ];
 
-const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Polls `probe` until it returns something other than undefined; throws with `what` at the deadline. */
-export async function waitUntil<T>(
-  what: string | (() => string),
-  timeoutMs: number,
-  probe: () => T | undefined | Promise<T | undefined>,
-  intervalMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() >= deadline) {
-      const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
-      const label = typeof what === 'string' ? what : what();
-      throw new Error(`e2e: timed out after ${timeoutMs} ms waiting for ${label}${why}`);
-    }
-    await delay(intervalMs);
-  }
-}
+/** The topology's condition wait (a deadline, never a fixed sleep). */
+export const waitUntil = waitFor;
 
 /** One publish call as the runner made it, and what the real client answered. */
 export interface PublishCall {
@@ -254,4 +232,21 @@ export function scenarioTimer(label: string): (outcome: string) => void {
     const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
     console.log(`[e2e] ${label}: ${outcome} (${seconds} s)`);
   };
+}
+
+/**
+ * Asserts every request file on every minion holds exactly the nine receipt
+ * keys and every JID index exactly its six; returns how many request files.
+ */
+export function expectMinimalMinionFiles(topo: Topology): number {
+  let receipts = 0;
+  for (const id of topo.minionIds) {
+    const { requests, jids } = minionEvidence(topo, id);
+    for (const receipt of Object.values(requests)) {
+      expect(Object.keys(receipt).sort()).toEqual(RECEIPT_KEYS);
+      receipts += 1;
+    }
+    for (const index of Object.values(jids)) expect(Object.keys(index).sort()).toEqual(JID_INDEX_KEYS);
+  }
+  return receipts;
 }
