@@ -29,12 +29,37 @@ describe('oduflow-minion', () => {
     expect(result.stdout).toContain(`${moduleSha256()}  /opt/extmods/modules/oduflow_job.py`);
   });
 
-  it('refuses a non-canonical minion id with a usage error and no output', () => {
+  it('refuses a non-canonical minion id with exit 2 (refused) and no output', () => {
     const result = run('cloud-init', '--minion-id', 'client-NOT-A-UUID', '--master', 'salt');
-    expect(result.status).toBe(64);
+    expect(result.status).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('invalid_minion_id');
     expect(result.stderr).not.toContain('NOT-A-UUID');
+  });
+
+  it('exits 2 on any bad input: unknown option, missing option, bad host', () => {
+    expect(run('verify').status).toBe(2);
+    expect(run('verify', '--extmods', '/x', '--bogus').status).toBe(2);
+    expect(run('nope').status).toBe(2);
+    const host = run('cloud-init', '--minion-id', minionId, '--master', '1.2.3.4:');
+    expect(host.status).toBe(2);
+    expect(host.stderr).toContain('invalid_master_host');
+  });
+
+  it('with --json, prints errors as {"error":{"code","message"}} on stdout', () => {
+    const usage = run('verify', '--json');
+    expect(usage.status).toBe(2);
+    expect(JSON.parse(usage.stdout)).toEqual({ error: { code: 'usage', message: expect.stringContaining('--extmods') } });
+    expect(usage.stderr).toBe('');
+    const refused = run('cloud-init', '--minion-id', 'client-NOT-A-UUID', '--master', 'salt', '--json');
+    expect(refused.status).toBe(2);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { code: 'usage' } });
+    const blocked = join(work, 'blocked-json');
+    mkdirSync(blocked);
+    writeFileSync(join(blocked, 'modules'), 'not a directory');
+    const internal = run('verify', '--extmods', blocked, '--json');
+    expect(internal.status).toBe(1);
+    expect(JSON.parse(internal.stdout)).toEqual({ error: { code: 'internal', message: expect.stringContaining('internal error') } });
   });
 
   it('writes the file tree a master serves', () => {
@@ -43,8 +68,8 @@ describe('oduflow-minion', () => {
     expect(result.status).toBe(0);
     const tree = JSON.parse(result.stdout) as { moduleSha256: string; files: Array<{ path: string }> };
     expect(tree.moduleSha256).toBe(moduleSha256());
-    expect(tree.files.map((f) => f.path)).toEqual(['_modules/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']);
-    expect(readFileSync(join(out, '_modules', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
+    expect(tree.files.map((f) => f.path)).toEqual(['oduflow/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']);
+    expect(readFileSync(join(out, 'oduflow', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
     expect(readFileSync(join(out, 'client_receipts', 'init.sls'), 'utf8')).toBe(renderClientReceiptsSls());
     expect(spawnSync('sha256sum', ['--check', '--status', 'SHA256SUMS'], { cwd: out }).status).toBe(0);
   });
@@ -71,6 +96,11 @@ describe('oduflow-minion', () => {
     const missing = run('verify', '--extmods', join(work, 'empty'), '--json');
     expect(missing.status).toBe(2);
     expect(JSON.parse(missing.stdout)).toMatchObject({ ok: false, status: 'missing' });
+
+    writeFileSync(installed, moduleBytes());
+    chmodSync(installed, 0o4755);
+    const setuid = run('verify', '--extmods', extmods, '--json');
+    expect(JSON.parse(setuid.stdout)).toMatchObject({ ok: true, mode: '4755' });
   });
 
   it('exits 1 on an internal error such as an unreadable extmods directory', () => {

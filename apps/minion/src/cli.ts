@@ -1,13 +1,21 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { MinionWrapperError } from '@oduflow/minion-wrapper';
-import { EXIT, cloudInitCommand, fileTreeCommand, formatTable, verifyCommand } from './commands.js';
+import { EXIT, cloudInitCommand, fileTreeCommand, formatTable, jsonError, verifyCommand } from './commands.js';
+
+/** With --json anywhere on the command line, errors are one JSON document on stdout. */
+const json = process.argv.slice(2).includes('--json');
 
 const program = new Command()
   .name('oduflow-minion')
   .description('Minion-side bootstrap for oduflow: cloud-init fragment, Salt file tree, install verification.')
-  .exitOverride()
-  .showHelpAfterError();
+  .exitOverride();
+if (json) {
+  // commander's own messages would go to stderr; the JSON error replaces them
+  program.configureOutput({ outputError: () => undefined });
+} else {
+  program.showHelpAfterError();
+}
 
 program
   .command('cloud-init')
@@ -21,7 +29,7 @@ program
 
 program
   .command('file-tree')
-  .description('write the Salt file tree a master serves: _modules/oduflow_job.py, client_receipts/init.sls, SHA256SUMS')
+  .description('write the Salt file tree a master serves: oduflow/oduflow_job.py, client_receipts/init.sls, SHA256SUMS')
   .requiredOption('--out <dir>', 'file_roots directory to write into (other files are left alone)')
   .option('--json', 'machine-readable output')
   .action((options: { out: string; json?: boolean }) => {
@@ -59,20 +67,29 @@ program
         ]),
       );
     }
-    process.exitCode = result.ok ? EXIT.ok : EXIT.verificationFailed;
+    process.exitCode = result.ok ? EXIT.ok : EXIT.refused;
   });
+
+const fail = (exitCode: number, code: string, message: string): void => {
+  if (json) process.stdout.write(jsonError(code, message));
+  else process.stderr.write(`oduflow-minion: ${code}: ${message}\n`);
+  process.exitCode = exitCode;
+};
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {
-    // help and version exit 0; usage errors were already printed by commander
-    process.exitCode = error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-  } else if (error instanceof MinionWrapperError) {
-    process.stderr.write(`oduflow-minion: ${error.code}: ${error.message}\n`);
-    process.exitCode = error.code === 'module_asset_unreadable' ? EXIT.internal : EXIT.usage;
+    if (error.exitCode === 0) {
+      process.exitCode = EXIT.ok; // help and version
+    } else if (json) {
+      fail(EXIT.refused, 'usage', error.message.replace(/^error: /, ''));
+    } else {
+      process.exitCode = EXIT.refused; // commander already printed the usage error
+    }
+  } else if (MinionWrapperError.isInstance(error)) {
+    fail(error.code === 'module_asset_unreadable' ? EXIT.internal : EXIT.refused, error.code, error.message);
   } else {
-    process.stderr.write(`oduflow-minion: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = EXIT.internal;
+    fail(EXIT.internal, 'internal', `internal error: ${error instanceof Error ? error.message : String(error)}`);
   }
 }

@@ -6,8 +6,16 @@ import {
   type VerifyResult,
 } from '@oduflow/minion-wrapper';
 
-/** Exit codes of `oduflow-minion`: one table (CONVENTIONS: codes map to exits in one place). */
-export const EXIT = Object.freeze({ ok: 0, internal: 1, verificationFailed: 2, usage: 64 });
+/**
+ * Exit codes of `oduflow-minion`: one table (CONVENTIONS: codes map to exits in one place).
+ * 2 means refused: bad input (usage, minion id, host, path) or a failed verification.
+ */
+export const EXIT = Object.freeze({ ok: 0, internal: 1, refused: 2 });
+
+/** The `--json` error document, printed on stdout: `{"error":{"code","message"}}`. */
+export function jsonError(code: string, message: string): string {
+  return `${JSON.stringify({ error: { code, message } })}\n`;
+}
 
 export interface CloudInitArgs {
   minionId: string;

@@ -8,9 +8,14 @@ describe('the client_receipts state', () => {
     expect(sls).toContain(`{%- set reviewed_sha256 = '${moduleSha256()}' %}\n`);
     expect(sls).toContain('- source_hash: sha256={{ reviewed_sha256 }}\n');
     expect(sls).toContain('- file_hash: sha256={{ reviewed_sha256 }}\n');
-    expect(sls).toContain('- source: salt://_modules/oduflow_job.py\n');
-    expect(sls).toContain('- source: {{ staged }}\n');
-    expect(sls).toContain("- name: {{ opts['extension_modules'] }}/modules/oduflow_job.py\n");
+    // served outside _modules/ (saltutil.sync_* would install it unchecked)
+    expect(sls).toContain("{%- set served = 'salt://oduflow/oduflow_job.py' %}\n");
+    expect(sls).toContain('- source: {{ served | yaml_dquote }}\n');
+    expect(sls).toContain('- source: {{ staged | yaml_dquote }}\n');
+    expect(sls).toContain("{%- set installed = opts['extension_modules'] ~ '/modules/oduflow_job.py' %}\n");
+    expect(sls).toContain('- name: {{ installed | yaml_dquote }}\n');
+    // every rendered path is a quoted YAML scalar
+    expect(sls).not.toMatch(/{{ (staged|installed|served) }}/);
     expect(sls).not.toContain(MODULE_SHA256_PLACEHOLDER);
     expect(sls.match(/[0-9a-f]{64}/g)).toEqual([moduleSha256()]);
   });

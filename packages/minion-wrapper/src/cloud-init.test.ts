@@ -38,6 +38,9 @@ describe('renderCloudInit', () => {
       master: 'salt.example.net',
       multiprocessing: true,
       extension_modules: DEFAULT_EXTMODS_DIR,
+      // no unchecked sync of the master's _modules/ before a highstate, and no sync deleting the module
+      autoload_dynamic_modules: false,
+      clean_dynamic_modules: false,
     });
   });
 
@@ -110,5 +113,23 @@ describe('renderCloudInit', () => {
       );
     }
     expect(planCloudInit({ minionId, masterHost: '::1' }).masterHost).toBe('::1');
+  });
+
+  it('accepts only IP addresses (net.isIP), RFC 1123 host names and Salt host:port forms as master', () => {
+    const good = [
+      'salt', 'salt.internal', 'salt.example.net.', 'a-1.b2', '10.0.0.5', '::1', 'fe80::1', '2001:db8::1',
+      '::ffff:10.0.0.5', 'salt.internal:4506', '10.0.0.5:4506', '[2001:db8::1]:4506', 'salt:65535',
+    ];
+    for (const masterHost of good) expect(planCloudInit({ minionId, masterHost }).masterHost).toBe(masterHost);
+    const bad = [
+      '1.2.3.4:', 'salt:', '[::1]:', 'salt:0', 'salt:65536', 'salt:04506', 'salt:x', '[::1]', '[salt]:4506',
+      '10.0.0.999', '1.2.3', '12345', '10.0.0.5.6', 'salt.123', '::::', ':', '1:2', 'abc:def:1', 'fe80::1:4506x',
+      'salt-.internal', 'salt..internal', `${'a'.repeat(64)}.net`, `${'a.'.repeat(127)}net`, '1.2.3.4:4506:1',
+    ];
+    for (const masterHost of bad) {
+      expect(() => planCloudInit({ minionId, masterHost }), masterHost).toThrow(
+        expect.objectContaining({ code: 'invalid_master_host' }),
+      );
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { MinionWrapperError } from './errors.js';
 import { assertCanonicalMinionId } from './minion-id.js';
@@ -60,8 +61,9 @@ export interface CloudInitPlan {
 }
 
 const SAFE_PATH = /^\/[A-Za-z0-9._/-]*$/;
-const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
-const IPV6 = /^[0-9A-Fa-f:.]{2,45}$/;
+/** One RFC 1123 label: letters, digits, '-', not starting or ending with '-', 1-63 characters. */
+const LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+const PORT = /^[1-9][0-9]{0,4}$/;
 
 function assertSafeAbsolutePath(value: string, what: string): string {
   const trimmed = typeof value === 'string' ? value.replace(/(?<=.)\/+$/, '') : '';
@@ -80,9 +82,36 @@ function assertSafeAbsolutePath(value: string, what: string): string {
   return trimmed;
 }
 
+/** An RFC 1123 host name (optional trailing dot) whose last label is not all digits. */
+function isHostName(value: string): boolean {
+  const name = value.endsWith('.') ? value.slice(0, -1) : value;
+  if (name.length < 1 || name.length > 253) return false;
+  const labels = name.split('.');
+  if (!labels.every((label) => LABEL.test(label))) return false;
+  // an all-numeric name that is not an IP address (e.g. 10.0.0.999, 12345) is refused
+  return !/^[0-9]+$/.test(labels[labels.length - 1] ?? '');
+}
+
+const isPort = (value: string): boolean => PORT.test(value) && Number(value) <= 65535;
+
+/**
+ * Salt's `master` forms: an IP address (net.isIP), an RFC 1123 host name, or
+ * either with a port: `host:port`, `1.2.3.4:port`, `[v6]:port`.
+ */
+function isMasterHost(value: string): boolean {
+  if (isIP(value) !== 0) return true;
+  if (isHostName(value)) return true;
+  const bracketed = /^\[([^\]]+)\]:([^:]*)$/.exec(value);
+  if (bracketed) return isIP(bracketed[1] ?? '') === 6 && isPort(bracketed[2] ?? '');
+  const colon = value.lastIndexOf(':');
+  if (colon <= 0 || value.indexOf(':') !== colon) return false;
+  const host = value.slice(0, colon);
+  return (isIP(host) === 4 || isHostName(host)) && isPort(value.slice(colon + 1));
+}
+
 function assertMasterHost(value: string): string {
-  if (typeof value !== 'string' || !(HOSTNAME.test(value) || (value.includes(':') && IPV6.test(value)))) {
-    throw new MinionWrapperError('invalid_master_host', 'master must be a host name or an IP address');
+  if (typeof value !== 'string' || !isMasterHost(value)) {
+    throw new MinionWrapperError('invalid_master_host', 'master must be a host name or an IP address, optionally with a port');
   }
   return value;
 }
@@ -108,6 +137,12 @@ export function planCloudInit(options: CloudInitOptions): CloudInitPlan {
     // oduflow_job refuses to run its raw-result shims outside a per-job process.
     'multiprocessing: true',
     `extension_modules: ${JSON.stringify(extmodsDir)}`,
+    // Only client_receipts, after its digest check, may install oduflow_job:
+    // no saltutil.sync_all before each highstate (it copies the master's
+    // _modules/ into extmods unchecked), and no sync may delete the module
+    // because the master does not serve it under _modules/.
+    'autoload_dynamic_modules: false',
+    'clean_dynamic_modules: false',
     '',
   ].join('\n');
 

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,12 +16,14 @@ describe('writeSaltFileTree', () => {
     const tree = writeSaltFileTree(out);
     expect(tree.moduleSha256).toBe(moduleSha256());
     expect(tree.moduleVersion).toBe(moduleVersion());
-    expect(tree.files.map((f) => f.path)).toEqual(['_modules/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']);
-    expect(readFileSync(join(out, '_modules', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
+    // served outside _modules/: saltutil.sync_* must never install it unchecked
+    expect(tree.files.map((f) => f.path)).toEqual(['oduflow/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']);
+    expect(readFileSync(join(out, 'oduflow', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
+    expect(existsSync(join(out, '_modules'))).toBe(false);
     expect(readFileSync(join(out, 'client_receipts', 'init.sls'), 'utf8')).toBe(renderClientReceiptsSls());
     expect(readFileSync(join(out, 'roles', 'keep.sls'), 'utf8')).toBe('x: {}\n');
     const check = execFileSync('sha256sum', ['--check', '--strict', 'SHA256SUMS'], { cwd: out, encoding: 'utf8' });
-    expect(check).toBe('_modules/oduflow_job.py: OK\nclient_receipts/init.sls: OK\n');
+    expect(check).toBe('oduflow/oduflow_job.py: OK\nclient_receipts/init.sls: OK\n');
     expect(spawnSync('sha256sum', ['--check', 'SHA256SUMS'], { cwd: out }).status).toBe(0);
   });
 });
@@ -55,5 +57,51 @@ describe('verifyInstalledModule', () => {
       status: 'unsafe_permissions',
       mode: '0664',
     });
+  });
+
+  it('reports all 12 mode bits', () => {
+    expect(verifyInstalledModule(install('setuid', moduleBytes(), 0o4755))).toMatchObject({ ok: true, mode: '4755' });
+    expect(verifyInstalledModule(install('sticky', moduleBytes(), 0o1644))).toMatchObject({ ok: true, mode: '1644' });
+  });
+
+  it('refuses a multiply linked module', () => {
+    const extmods = install('hardlink', moduleBytes());
+    linkSync(join(extmods, 'modules', 'oduflow_job.py'), join(work, 'hardlink-other-name.py'));
+    expect(verifyInstalledModule(extmods)).toMatchObject({ ok: false, status: 'multiply_linked', actualSha256: moduleSha256() });
+  });
+
+  it.runIf(process.geteuid?.() === 0)('refuses a module owned by neither root nor the euid (as root: chown 65534)', () => {
+    const extmods = install('owner', moduleBytes());
+    chownSync(join(extmods, 'modules', 'oduflow_job.py'), 65534, 65534);
+    expect(verifyInstalledModule(extmods)).toMatchObject({ ok: false, status: 'unsafe_owner', uid: 65534 });
+  });
+
+  it('refuses a group/other-writable, foreign-owned or symlinked extmods or modules directory', () => {
+    const writable = install('modules-0777', moduleBytes());
+    chmodSync(join(writable, 'modules'), 0o777);
+    expect(verifyInstalledModule(writable)).toMatchObject({
+      ok: false,
+      status: 'unsafe_directory',
+      unsafePath: join(writable, 'modules'),
+    });
+    const writableRoot = install('extmods-0775', moduleBytes());
+    chmodSync(writableRoot, 0o775);
+    expect(verifyInstalledModule(writableRoot)).toMatchObject({ ok: false, status: 'unsafe_directory', unsafePath: writableRoot });
+
+    const real = install('modules-real', moduleBytes());
+    const linked = join(work, 'modules-symlink');
+    mkdirSync(linked);
+    symlinkSync(join(real, 'modules'), join(linked, 'modules'));
+    expect(verifyInstalledModule(linked)).toMatchObject({ ok: false, status: 'unsafe_directory', unsafePath: join(linked, 'modules') });
+
+    const linkedRoot = join(work, 'extmods-symlink');
+    symlinkSync(real, linkedRoot);
+    expect(verifyInstalledModule(linkedRoot)).toMatchObject({ ok: false, status: 'unsafe_directory', unsafePath: linkedRoot });
+
+    if (process.geteuid?.() === 0) {
+      const foreign = install('modules-foreign', moduleBytes());
+      chownSync(join(foreign, 'modules'), 65534, 65534);
+      expect(verifyInstalledModule(foreign)).toMatchObject({ ok: false, status: 'unsafe_directory' });
+    }
   });
 });

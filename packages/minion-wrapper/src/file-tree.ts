@@ -4,7 +4,13 @@ import { renderClientReceiptsSls } from './client-receipts.js';
 import { MODULE_FILE_NAME, MODULE_PATH, parseModuleVersion, readAsset, sha256Hex } from './module-asset.js';
 
 /** Paths inside the Salt file tree a master serves, relative to its file_roots entry. */
-export const FILE_TREE_MODULE_PATH = `_modules/${MODULE_FILE_NAME}`;
+/**
+ * Served outside `_modules/`: Salt's saltutil.sync_* (which every highstate
+ * runs while autoload_dynamic_modules is True) copies `_modules/` into the
+ * minion's extmods with no digest check. Only client_receipts installs the
+ * module, after checking the reviewed SHA-256.
+ */
+export const FILE_TREE_MODULE_PATH = `oduflow/${MODULE_FILE_NAME}`;
 export const FILE_TREE_SLS_PATH = 'client_receipts/init.sls';
 export const FILE_TREE_SUMS_PATH = 'SHA256SUMS';
 
@@ -44,7 +50,7 @@ function writeAtomic(path: string, content: Buffer): void {
 
 /**
  * Writes (or refreshes) the oduflow part of a master's Salt file tree under
- * `outDir`: `_modules/oduflow_job.py`, `client_receipts/init.sls` rendered
+ * `outDir`: `oduflow/oduflow_job.py`, `client_receipts/init.sls` rendered
  * with the module's SHA-256, and `SHA256SUMS` (sha256sum format, paths
  * relative to `outDir`). Other files in `outDir` are left alone.
  */

@@ -1,6 +1,6 @@
 import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { moduleSha256, moduleVersion, verifyInstalledModule } from '@oduflow/minion-wrapper';
+import { FILE_TREE_MODULE_PATH, moduleSha256, moduleVersion, verifyInstalledModule } from '@oduflow/minion-wrapper';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLE_MARKERS, processesUnder, startTopology, type Topology } from '../src/topology.js';
 
@@ -60,9 +60,24 @@ describe('a local Salt topology', () => {
     expect((answer as Record<string, unknown>)[id]).toEqual({ protocol: 1, module_version: moduleVersion(), salt_version: '3006.27' });
   });
 
+  it('runs the minion with the cloud-init options: no unchecked module sync, no clean-up of the module', async () => {
+    expect(existsSync(join(topo.fileRoot, '_modules', 'oduflow_job.py'))).toBe(false);
+    const [answer] = await topo.saltApi({
+      client: 'local',
+      tgt: [id],
+      tgt_type: 'list',
+      fun: 'config.items',
+      timeout: 20,
+    });
+    const opts = (answer as Record<string, Record<string, unknown>>)[id] ?? {};
+    expect(opts.autoload_dynamic_modules).toBe(false);
+    expect(opts.clean_dynamic_modules).toBe(false);
+    expect(opts.multiprocessing).toBe(true);
+  });
+
   it('keeps the module managed with client_receipts and fails closed when the master serves other bytes', async () => {
     const installed = join(topo.extmodsDir(id), 'modules', 'oduflow_job.py');
-    const served = join(topo.fileRoot, '_modules', 'oduflow_job.py');
+    const served = join(topo.fileRoot, FILE_TREE_MODULE_PATH);
     const reviewed = readFileSync(served);
     const moduleState = (states: Record<string, { changes: unknown }>) =>
       Object.entries(states).find(([key]) => key.startsWith('file_|-oduflow_job_module_|-'))?.[1];
