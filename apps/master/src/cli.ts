@@ -1,3 +1,4 @@
+import { abandonedWork } from './commands.js';
 import { main } from './main.js';
 
 /*
@@ -9,3 +10,5 @@ const code = await main(process.argv.slice(2), process.env, {
   stderr: (text) => process.stderr.write(text),
 });
 process.exitCode = code;
+// A watch stopped mid-round: do not wait for the abandoned salt-api call.
+if (abandonedWork.value) process.exit(code);

@@ -6,11 +6,12 @@ import {
   publishPending,
   reconcile,
   validateDispatchInput,
+  isRecordId,
   MasterRunnerError,
   type MasterDeps,
   type PollResult,
 } from '@oduflow/master-runner';
-import { isBlocking, isPollable, type RequestRecord } from '@oduflow/protocol';
+import { isBlocking, isMinionId, isPollable, type RequestRecord } from '@oduflow/protocol';
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,7 +19,7 @@ import { EXIT, type ExitCode } from './exit-codes.js';
 import type { Report, Row } from './output.js';
 import { readStateDataFile } from './state-data-file.js';
 import { recordDetail, recordRow } from './views.js';
-import { withMaster, withStore, type Wiring } from './wiring.js';
+import { withExistingStore, withMaster, type Wiring } from './wiring.js';
 
 /*
  * One function per CLI command: validate, call the library, shape a Report
@@ -32,6 +33,21 @@ export interface CommandResult {
 
 function rowOf(record: RequestRecord, extra: Row = {}): Row {
   return { ...extra, ...recordRow(record) };
+}
+
+/** A request id operand or flag: a canonical request UUID, or the name of a legacy record. */
+function requestIdInput(value: string): string {
+  if (!isRecordId(value)) throw new MasterRunnerError('invalid_input', 'not a request id', { detail: 'invalid_request_id' });
+  return value;
+}
+
+function minionIdInput(value: string): string {
+  if (!isMinionId(value)) throw new MasterRunnerError('invalid_input', 'not a minion id (client-<uuid>)', { detail: 'invalid_minion_id' });
+  return value;
+}
+
+function notFound(): never {
+  throw new MasterRunnerError('not_found', 'no record with that request id');
 }
 
 function exitForRecords(records: readonly RequestRecord[]): ExitCode {
@@ -79,6 +95,7 @@ export interface PublishPendingFlags {
 }
 
 export async function publishPendingCommand(w: Wiring, flags: PublishPendingFlags): Promise<CommandResult> {
+  if (flags.requestId !== undefined) requestIdInput(flags.requestId);
   const stateDataJson = flags.stateDataFile === undefined ? undefined : readStateDataFile(flags.stateDataFile);
   const results = await withMaster(w, (deps) =>
     publishPending(deps, {
@@ -100,38 +117,128 @@ export interface PollFlags {
   readonly requestId?: string;
   readonly watch?: boolean;
   readonly interval?: string;
+  readonly timeout?: string;
 }
 
 async function pollOnce(deps: MasterDeps, requestId: string | undefined): Promise<PollResult[]> {
   return requestId === undefined ? pollAll(deps) : [await poll(deps, requestId)];
 }
 
-export async function pollCommand(w: Wiring, flags: PollFlags): Promise<CommandResult> {
-  const intervalMs = Number(flags.interval ?? '5000');
-  if (!Number.isSafeInteger(intervalMs) || intervalMs < 100) {
-    throw new MasterRunnerError('invalid_input', 'the watch interval must be at least 100 milliseconds', { detail: 'invalid_interval' });
+export const DEFAULT_WATCH_TIMEOUT_MS = 15 * 60_000;
+
+type StopReason = 'timeout' | 'interrupted';
+
+/**
+ * Set when a watch stopped while a round was still waiting for salt-api: the
+ * executable exits at once instead of waiting for it (every store write is
+ * atomic, so leaving mid-round is what a crash would do, and is safe).
+ */
+export const abandonedWork = { value: false };
+
+interface WatchStop {
+  readonly promise: Promise<StopReason>;
+  reason(): StopReason | undefined;
+  dispose(): void;
+}
+
+function watchStop(timeoutMs: number): WatchStop {
+  let reason: StopReason | undefined;
+  let resolve: (r: StopReason) => void = () => undefined;
+  const promise = new Promise<StopReason>((r) => (resolve = r));
+  const fire = (r: StopReason): void => {
+    if (reason !== undefined) return;
+    reason = r;
+    resolve(r);
+  };
+  const timer = setTimeout(() => fire('timeout'), timeoutMs);
+  const onSignal = (): void => fire('interrupted');
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    promise,
+    reason: () => reason,
+    dispose: () => {
+      clearTimeout(timer);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+/** `work`'s value, or undefined when the watch stops first (the work is then abandoned). */
+async function unlessStopped<T>(work: Promise<T>, stop: WatchStop): Promise<{ readonly value: T } | undefined> {
+  const wrapped = work.then((value) => ({ value }));
+  wrapped.catch(() => undefined); // a failure after the stop is of no interest
+  const won = await Promise.race([wrapped, stop.promise.then(() => undefined)]);
+  if (won === undefined) abandonedWork.value = true;
+  return won;
+}
+
+function positiveMs(value: string, min: number, what: string, detail: string): number {
+  const ms = Number(value);
+  if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(ms) || ms < min) {
+    throw new MasterRunnerError('invalid_input', `${what} must be at least ${min} milliseconds`, { detail });
   }
-  const results = await withMaster(w, async (deps) => {
-    const latest = new Map<string, PollResult>();
-    for (;;) {
+  return ms;
+}
+
+/**
+ * One round, or with --watch: the requests selected by the first round (never
+ * ones dispatched later) polled again until every one of them is settled, the
+ * timeout passes or SIGINT/SIGTERM arrives; the last two print the latest
+ * report and exit 3. `progress` gets one line per round (table mode).
+ */
+export async function pollCommand(w: Wiring, flags: PollFlags, progress?: (line: string) => void): Promise<CommandResult> {
+  const intervalMs = positiveMs(flags.interval ?? '5000', 100, 'the watch interval', 'invalid_interval');
+  const timeoutMs = positiveMs(flags.timeout ?? String(DEFAULT_WATCH_TIMEOUT_MS), 1, 'the watch timeout', 'invalid_timeout');
+  if (flags.requestId !== undefined) requestIdInput(flags.requestId);
+  const latest = new Map<string, PollResult>();
+  let stopped: StopReason | undefined;
+  await withMaster(w, async (deps) => {
+    if (flags.watch !== true) {
       for (const r of await pollOnce(deps, flags.requestId)) latest.set(r.record.request_id, r);
-      const waiting = [...latest.values()].some((r) => isPollable(r.record));
-      if (flags.watch !== true || !waiting) return [...latest.values()];
-      await sleep(intervalMs);
+      return;
+    }
+    const stop = watchStop(timeoutMs);
+    try {
+      const first = await unlessStopped(pollOnce(deps, flags.requestId), stop);
+      if (first === undefined) return;
+      for (const r of first.value) latest.set(r.record.request_id, r);
+      for (let round = 1; ; round += 1) {
+        const waiting = [...latest.values()].filter((r) => isPollable(r.record));
+        progress?.(`poll: round ${round}: ${latest.size - waiting.length} settled, ${waiting.length} waiting${waiting.map((r) => ` ${r.record.request_id}=${r.record.state}`).join('')}\n`);
+        if (waiting.length === 0) return;
+        const ac = new AbortController();
+        const pause = sleep(intervalMs, undefined, { signal: ac.signal }).catch(() => undefined);
+        await Promise.race([pause, stop.promise]);
+        ac.abort();
+        if (stop.reason() !== undefined) return;
+        for (const r of waiting) {
+          const next = await unlessStopped(poll(deps, r.record.request_id), stop);
+          if (next === undefined) return;
+          latest.set(next.value.record.request_id, next.value);
+        }
+      }
+    } finally {
+      stopped = stop.reason();
+      stop.dispose();
     }
   });
+  const results = [...latest.values()];
   return {
     report: {
-      title: `poll: ${results.length} request(s)`,
+      title: `poll: ${results.length} request(s)${stopped === undefined ? '' : ` (watch stopped: ${stopped})`}`,
+      ...(stopped === undefined ? {} : { summary: { stopped } }),
       rows: results.map((r) => rowOf(r.record, { outcome: r.outcome, observed: r.observed ?? null })),
     },
-    exitCode: exitForRecords(results.map((r) => r.record)),
+    exitCode: stopped === undefined ? exitForRecords(results.map((r) => r.record)) : EXIT.unresolved,
   };
 }
 
 export async function showCommand(w: Wiring, requestId: string): Promise<CommandResult> {
-  const record = await withStore(w, (store) => store.get(requestId));
-  if (record === undefined) throw new MasterRunnerError('not_found', 'no record with that request id');
+  requestIdInput(requestId);
+  const record = await withExistingStore(w, (store) => store.get(requestId), () => undefined);
+  if (record === undefined) notFound();
   return { report: { detail: { ...recordDetail(record) } }, exitCode: EXIT.ok };
 }
 
@@ -141,11 +248,15 @@ export interface ListFlags {
 }
 
 export async function listCommand(w: Wiring, flags: ListFlags): Promise<CommandResult> {
-  const records = await withStore(w, (store) =>
-    store.list({
-      ...(flags.unresolved === true ? { unresolved: true } : {}),
-      ...(flags.minion === undefined ? {} : { minionId: flags.minion }),
-    }),
+  if (flags.minion !== undefined) minionIdInput(flags.minion);
+  const records = await withExistingStore(
+    w,
+    (store) =>
+      store.list({
+        ...(flags.unresolved === true ? { unresolved: true } : {}),
+        ...(flags.minion === undefined ? {} : { minionId: flags.minion }),
+      }),
+    () => [],
   );
   return { report: { rows: records.map((r) => rowOf(r)) }, exitCode: EXIT.ok };
 }
@@ -156,13 +267,18 @@ export interface ReconcileFlags {
 }
 
 export async function reconcileCommand(w: Wiring, requestId: string, flags: ReconcileFlags): Promise<CommandResult> {
+  requestIdInput(requestId);
   const actor = flags.actor ?? userInfo().username;
-  const record = await withStore(w, (store) => reconcile({ store, salt: noSalt, logger: w.logger }, requestId, { reason: flags.reason, actor }));
+  const record = await withExistingStore(
+    w,
+    (store) => reconcile({ store, salt: noSalt, logger: w.logger }, requestId, { reason: flags.reason, actor }),
+    notFound,
+  );
   return { report: { title: 'reconciled', detail: { ...recordDetail(record) } }, exitCode: EXIT.ok };
 }
 
 export async function preflightCommand(w: Wiring): Promise<CommandResult> {
-  const report = await withStore(w, (store) => preflight({ store }));
+  const report = await withExistingStore(w, (store) => preflight({ store }), () => ({ legacy: [], unresolved: [], clean: true }));
   const rows = [
     ...report.legacy.map((r) => rowOf(r, { finding: 'legacy' })),
     ...report.unresolved.map((r) => rowOf(r, { finding: 'unresolved' })),

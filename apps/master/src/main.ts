@@ -14,6 +14,7 @@ import {
   type PollFlags,
   type PublishPendingFlags,
   type ReconcileFlags,
+  DEFAULT_WATCH_TIMEOUT_MS,
 } from './commands.js';
 import type { CommonFlags } from './config.js';
 import { EXIT, EXIT_FOR_ERROR, type ExitCode } from './exit-codes.js';
@@ -26,6 +27,24 @@ export interface Io {
 }
 
 const VERSION = '0.1.0';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'silent'] as const;
+
+/** The log level from --log-level (checked by commander) or ODUFLOW_LOG_LEVEL, checked the same way. */
+function logLevel(flag: string | undefined, env: Env): string {
+  if (flag !== undefined) return flag;
+  const value = env['ODUFLOW_LOG_LEVEL'];
+  if (value === undefined || value === '') return 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) {
+    throw new MasterRunnerError('config_invalid', `ODUFLOW_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`, { detail: 'invalid_log_level' });
+  }
+  return value;
+}
+
+/** Whether the invocation asked for JSON (before any `--` operand separator). */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
 
 /** The options every command accepts, so they may follow the command name. */
 function withCommonOptions(command: Command): Command {
@@ -37,7 +56,7 @@ function withCommonOptions(command: Command): Command {
     .option('--salt-api-password-file <path>', 'private (0600) file holding the salt-api password (env ODUFLOW_SALT_API_PASSWORD_FILE)')
     .option('--salt-api-eauth <backend>', 'salt eauth backend (env ODUFLOW_SALT_API_EAUTH; default pam)')
     .option('--call-timeout <ms>', 'deadline of a capability or status call (env ODUFLOW_CALL_TIMEOUT_MS; default 30000)')
-    .addOption(new Option('--log-level <level>', 'log level on stderr (env ODUFLOW_LOG_LEVEL)').choices(['fatal', 'error', 'warn', 'info', 'debug', 'silent']));
+    .addOption(new Option('--log-level <level>', 'log level on stderr (env ODUFLOW_LOG_LEVEL)').choices([...LOG_LEVELS]));
 }
 
 function errorReport(error: MasterRunnerError): { text: string; json: string } {
@@ -58,7 +77,7 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
     async function (this: Command): Promise<void> {
       const flags = this.opts<F & CommonFlags>();
       json = flags.json === true;
-      logger = createMasterLogger({ level: flags.logLevel ?? env['ODUFLOW_LOG_LEVEL'] ?? 'info' }).child({ command: this.name() });
+      logger = createMasterLogger({ level: logLevel(flags.logLevel, env) }).child({ command: this.name() });
       const result = await work({ flags, env, logger }, flags, this.processedArgs as string[]);
       io.stdout(json ? renderJson(result.report) : renderTable(result.report));
       exitCode = result.exitCode;
@@ -87,9 +106,10 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
   withCommonOptions(program.command('poll'))
     .description('ask minions for the receipts of published requests; never publishes')
     .option('--request-id <uuid>', 'only this request')
-    .option('--watch', 'repeat until nothing is waiting for a status')
+    .option('--watch', 'repeat until the requests of the first round are settled')
     .option('--interval <ms>', 'pause between rounds with --watch', '5000')
-    .action(run<PollFlags>((w, flags) => pollCommand(w, flags)));
+    .option('--timeout <ms>', 'with --watch: give up after this long (exit 3)', String(DEFAULT_WATCH_TIMEOUT_MS))
+    .action(run<PollFlags>((w, flags) => pollCommand(w, flags, json ? undefined : io.stderr)));
 
   withCommonOptions(program.command('show'))
     .description('show one request record')
@@ -119,7 +139,12 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
-      return error.exitCode === 0 ? EXIT.ok : EXIT_FOR_ERROR.usage;
+      if (error.exitCode === 0) return EXIT.ok;
+      if (wantsJson(argv)) {
+        const fields = { code: 'usage', detail: error.code, request_id: null, message: error.message.replace(/^error: /, '') };
+        io.stdout(`${JSON.stringify({ error: fields })}\n`);
+      }
+      return EXIT_FOR_ERROR.usage;
     }
     if (MasterRunnerError.isInstance(error)) {
       const report = errorReport(error);

@@ -1,6 +1,7 @@
 import {
   createFileRecordStore,
   createSaltApiClient,
+  MasterRunnerError,
   type Logger,
   type MasterDeps,
   type RecordStore,
@@ -22,12 +23,32 @@ export interface Wiring {
   readonly logger: Logger;
 }
 
-export async function openStore(w: Wiring): Promise<RecordStore> {
-  return createFileRecordStore({ root: storeConfig(w.flags, w.env).store });
+export async function openStore(w: Wiring, options: { readonly create?: boolean } = {}): Promise<RecordStore> {
+  return createFileRecordStore({ root: storeConfig(w.flags, w.env).store, create: options.create ?? true });
 }
 
 export async function withStore<T>(w: Wiring, work: (store: RecordStore) => Promise<T>): Promise<T> {
   const store = await openStore(w);
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * For commands that only read (or change an existing record): creates no
+ * directory. A missing store (no directory, or one without requests/) gives
+ * `missing()` — an empty answer, or a not_found refusal.
+ */
+export async function withExistingStore<T>(w: Wiring, work: (store: RecordStore) => Promise<T>, missing: () => T): Promise<T> {
+  let store: RecordStore;
+  try {
+    store = await openStore(w, { create: false });
+  } catch (error) {
+    if (MasterRunnerError.isInstance(error) && error.code === 'not_found' && error.detail === 'no_store') return missing();
+    throw error;
+  }
   try {
     return await work(store);
   } finally {

@@ -1,12 +1,13 @@
 import { MASTER_RUNNER_ERROR_CODES } from '@oduflow/master-runner';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
 import { writePasswordFile } from '../../../packages/master-runner/tests/support/harness.js';
 import { EXIT, EXIT_FOR_ERROR } from '../src/exit-codes.js';
-import { assertBuilt, jsonOf, runCli } from './support/cli.js';
+import { CLI, assertBuilt, jsonOf, runCli, type CliRun } from './support/cli.js';
 
 const MINION = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
 const REQUEST = '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f';
@@ -96,6 +97,8 @@ describe('oduflow-master dispatch, poll, show and list', () => {
 
   it('lists legacy records in preflight and exits 3 until they are reconciled', async () => {
     expect((await runCli(['preflight'], env)).code).toBe(EXIT.ok);
+    expect(existsSync(store)).toBe(false); // preflight creates nothing
+    mkdirSync(join(store, 'requests'), { recursive: true, mode: 0o700 });
     writeFileSync(join(store, 'requests', 'old-7.json'), JSON.stringify({ minion_id: MINION, state: 'sent' }), { mode: 0o600 });
     const before = await runCli(['preflight', '--json'], env);
     expect(before.code).toBe(EXIT.unresolved);
@@ -220,5 +223,161 @@ describe('oduflow-master never repeats what salt-api sent', () => {
     for (const token of standIn.tokensIssued) expect(everything).not.toContain(token);
     const stored = ids.map((id) => (existsSync(join(store, 'requests', `${id}.json`)) ? readFileSync(join(store, 'requests', `${id}.json`), 'utf8') : ''));
     expect(stored.join('\n')).not.toContain(marker);
+  });
+});
+
+const OTHER_MINION = 'client-1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+const OTHER_REQUEST = '7a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d';
+
+/** Runs the CLI and calls `onStderr` with everything it wrote to stderr so far, so a test can act mid-run. */
+function runCliWith(args: readonly string[], onStderr: (stderr: string, kill: (signal: NodeJS.Signals) => void) => void): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+      onStderr(stderr, (signal) => child.kill(signal));
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+describe('oduflow-master poll --watch ends', () => {
+  beforeEach(async () => {
+    expect((await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', REQUEST], env)).code).toBe(EXIT.ok);
+    // MINION's status calls fail for ever: its request stays published.
+    standIn.status = (_args, minionId, simulated) => (minionId === MINION ? { httpStatus: 500 } : simulated);
+  });
+
+  it('stops at --timeout with the latest report (exit 3), watches only the first round, and prints progress on stderr', async () => {
+    let dispatchedLater: Promise<CliRun> | undefined;
+    const run = await runCliWith(['poll', '--watch', '--interval', '100', '--timeout', '2500', '--log-level', 'silent'], (stderr) => {
+      // A request dispatched after the first round is not watched.
+      if (dispatchedLater === undefined && stderr.includes('poll: round 1:')) {
+        dispatchedLater = runCli(['dispatch', '--minion', OTHER_MINION, '--profile', 'configure', '--request-id', OTHER_REQUEST], env);
+      }
+    });
+    expect((await dispatchedLater)?.code).toBe(EXIT.ok);
+    expect(run.code).toBe(EXIT.unresolved);
+    expect(run.stderr).toMatch(/poll: round 1: 0 settled, 1 waiting 6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f=published/);
+    expect(run.stderr).toContain('poll: round 2:');
+    expect(run.stdout).toContain('watch stopped: timeout');
+    expect(run.stdout).toContain(REQUEST);
+    expect(run.stdout).not.toContain(OTHER_REQUEST);
+    expect(run.stdout).not.toContain('poll: round');
+
+    const json = await runCli(['poll', '--watch', '--interval', '100', '--timeout', '500', '--json', '--log-level', 'silent'], env);
+    expect(json.code).toBe(EXIT.unresolved);
+    expect(json.stderr).toBe('');
+    expect(jsonOf(json)).toMatchObject({ stopped: 'timeout' });
+    expect(jsonOf(json)['records']).toContainEqual(expect.objectContaining({ request_id: REQUEST, state: 'published' }));
+  }, 20_000);
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('prints the latest report and exits 3 on %s', async (signal) => {
+    let sent = false;
+    const run = await runCliWith(['poll', '--watch', '--interval', '100', '--log-level', 'silent'], (stderr, kill) => {
+      if (!sent && stderr.includes('poll: round 2:')) {
+        sent = true;
+        kill(signal);
+      }
+    });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(EXIT.unresolved);
+    expect(run.stdout).toContain('watch stopped: interrupted');
+    expect(run.stdout).toContain(REQUEST);
+  }, 20_000);
+
+  it('still ends with exit 0 once every watched request is settled', async () => {
+    standIn.status = (_args, _minionId, simulated) => simulated;
+    const run = await runCli(['poll', '--watch', '--interval', '100', '--json'], env);
+    expect(run.code).toBe(EXIT.ok);
+    expect(jsonOf(run)).toMatchObject({ records: [{ request_id: REQUEST, state: 'succeeded' }] });
+    expect(jsonOf(run)['stopped']).toBeUndefined();
+  });
+});
+
+describe('oduflow-master reads the state data file safely', () => {
+  it('refuses a FIFO without blocking, and a symlink, with invalid_input', async () => {
+    const fifo = join(dir, 'high.fifo');
+    execFileSync('mkfifo', ['-m', '600', fifo]);
+    const run = await runCli(['dispatch', '--minion', MINION, '--profile', 'custom', '--state-data-file', fifo, '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'invalid_input', detail: 'invalid_high_data' } });
+
+    const real = join(dir, 'high.json');
+    writeFileSync(real, '{"motd":{"file.managed":[{"name":"/etc/motd"}]}}\n');
+    const link = join(dir, 'link.json');
+    symlinkSync(real, link);
+    const linked = await runCli(['dispatch', '--minion', MINION, '--profile', 'custom', '--state-data-file', link, '--json'], env);
+    expect(linked.code).toBe(EXIT.refused);
+    expect(jsonOf(linked)).toMatchObject({ error: { code: 'invalid_input', message: expect.stringContaining('symlink') as unknown } });
+    expect(existsSync(store)).toBe(false);
+    expect(standIn.calls).toHaveLength(0);
+  }, 10_000);
+
+  it('refuses an oversized file by its size', async () => {
+    const big = join(dir, 'big.json');
+    writeFileSync(big, `"${'x'.repeat(70 * 1024)}"`);
+    const run = await runCli(['dispatch', '--minion', MINION, '--profile', 'custom', '--state-data-file', big, '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'invalid_input', detail: 'high_data_too_large' } });
+  });
+});
+
+describe('oduflow-master read-only and refused commands write nothing', () => {
+  it('creates no store for list, preflight, show or reconcile', async () => {
+    const list = await runCli(['list', '--json'], env);
+    expect(list.code).toBe(EXIT.ok);
+    expect(jsonOf(list)).toEqual({ records: [] });
+    expect(jsonOf(await runCli(['preflight', '--json'], env))).toMatchObject({ clean: true, records: [] });
+    const show = await runCli(['show', REQUEST, '--json'], env);
+    expect(show.code).toBe(EXIT.refused);
+    expect(jsonOf(show)).toMatchObject({ error: { code: 'not_found' } });
+    const reconcile = await runCli(['reconcile', REQUEST, '--reason', 'x', '--json'], env);
+    expect(reconcile.code).toBe(EXIT.refused);
+    expect(jsonOf(reconcile)).toMatchObject({ error: { code: 'not_found' } });
+    expect(existsSync(store)).toBe(false);
+
+    mkdirSync(store, { mode: 0o700 });
+    for (const args of [['list'], ['preflight'], ['show', REQUEST], ['reconcile', REQUEST, '--reason', 'x']]) await runCli(args, env);
+    expect(readdirSync(store)).toEqual([]);
+  });
+
+  it('leaves no lock file behind for a request it does not know', async () => {
+    expect((await runCli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', REQUEST], env)).code).toBe(EXIT.ok);
+    const run = await runCli(['reconcile', 'bad', '--reason', 'x', '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'not_found' } });
+    expect(readdirSync(join(store, 'locks'))).not.toContain('request-bad.lock');
+  });
+});
+
+describe('oduflow-master validates the same way everywhere', () => {
+  it.each([
+    [['show', '../x'], 'invalid_request_id'],
+    [['reconcile', '../x', '--reason', 'x'], 'invalid_request_id'],
+    [['poll', '--request-id', '../x'], 'invalid_request_id'],
+    [['publish-pending', '--request-id', '../x'], 'invalid_request_id'],
+    [['list', '--minion', 'bogus'], 'invalid_minion_id'],
+  ])('%j names %s (exit 2)', async (args, detail) => {
+    const run = await runCli([...args, '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'invalid_input', detail } });
+    expect(existsSync(store)).toBe(false);
+  });
+
+  it('refuses ODUFLOW_LOG_LEVEL=bogus with config_invalid (exit 2)', async () => {
+    const run = await runCli(['list', '--json'], { ...env, ODUFLOW_LOG_LEVEL: 'bogus' });
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'config_invalid', detail: 'invalid_log_level' } });
+  });
+
+  it.each([[['explode']], [['dispatch', '--minion', MINION]], [['list', '--no-such-option']]])('reports the usage error %j as JSON on stdout with --json (exit 2)', async (args) => {
+    const run = await runCli([...args, '--json'], env);
+    expect(run.code).toBe(EXIT.refused);
+    expect(jsonOf(run)).toMatchObject({ error: { code: 'usage', message: expect.any(String) as unknown } });
   });
 });

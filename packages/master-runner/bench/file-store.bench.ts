@@ -86,7 +86,7 @@ for (const size of SIZES) {
       await store.list({ unresolved: true });
     }, { iterations: 5, time: 0 });
 
-    bench('open (index check: directory listings)', async () => {
+    bench('open (index check: listings and one read per record)', async () => {
       await (await createFileRecordStore({ root: seeded.root })).close();
     }, { iterations: 5, time: 0 });
   });

@@ -46,9 +46,11 @@ import { storeCall } from './store-errors.js';
  * records of other targets. Stores written before the target index (and any
  * record some other writer put into requests/ without an entry) are indexed
  * when the store is opened: the opener compares the names in requests/ with
- * the names in the index (directory listings only, no record is read), and
- * under locks/store.lock reads just the unindexed records and writes their
- * entries (no-replace, idempotent; a crash half-way is finished by the next
+ * the names in the index, and checks that a record found only under targets
+ * names one of them (an entry under another target alone — a dangling S2 or
+ * lost-race entry — does not index a record bound elsewhere). Under
+ * locks/store.lock it then reads just the unindexed records and writes their
+ * entries under their own target (no-replace, idempotent; a crash half-way is finished by the next
  * open). A record that cannot be decoded is indexed as unbound, so it still
  * stops every dispatch with store_corrupt (fail closed), as before.
  */
@@ -61,6 +63,12 @@ export interface FileRecordStoreOptions {
   readonly root?: string;
   /** How long a unit waits for a lock held by another worker. */
   readonly lockWaitMs?: number;
+  /**
+   * Create the store directory when it is missing (default true). With false,
+   * a missing directory, or one without requests/, is refused with not_found
+   * (detail no_store) and nothing is created: for read-only callers.
+   */
+  readonly create?: boolean;
   /**
    * Test seam for the boundaries inside a create (S1, S2; see crash-points.ts).
    * Default: SIGKILL this process when ODUFLOW_TEST_CRASH_AT names the point.
@@ -79,8 +87,32 @@ interface Dirs {
 
 const STORE_LOCK = 'store.lock';
 
-function openDirs(root: string): Dirs {
-  const dir = openPrivateDir(root, { create: true });
+function noStore(root: string): MasterRunnerError {
+  return new MasterRunnerError('not_found', `there is no record store at ${root}`, { detail: 'no_store' });
+}
+
+function isNotFound(error: unknown): boolean {
+  return ReceiptStoreError.isInstance(error) && error.code === 'not_found';
+}
+
+function openDirs(root: string, create: boolean): Dirs {
+  let dir: PrivateDir;
+  try {
+    dir = openPrivateDir(root, { create });
+  } catch (error) {
+    if (!create && isNotFound(error)) throw noStore(root);
+    throw error;
+  }
+  if (!create) {
+    // A directory without requests/ holds no store yet: leave it untouched.
+    try {
+      dir.subdir('requests').close();
+    } catch (error) {
+      dir.close();
+      if (isNotFound(error)) throw noStore(root);
+      throw error;
+    }
+  }
   // Every handle opened so far is closed if a later one fails (no fd leak on a refused store).
   const opened: PrivateDir[] = [dir];
   try {
@@ -107,7 +139,7 @@ export async function createFileRecordStore(options: FileRecordStoreOptions = {}
   const root = options.root ?? DEFAULT_FILE_STORE_ROOT;
   if (!isAbsolute(root)) throw new MasterRunnerError('config_invalid', 'the store directory must be an absolute path');
   const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-  const dirs = await storeCall('opening the record store', () => openDirs(root));
+  const dirs = await storeCall('opening the record store', () => openDirs(root, options.create ?? true));
   const store = new FileRecordStore(root, dirs, lockWaitMs, options.crashAt ?? crashIfRequested);
   try {
     await store.indexUnindexedRecords();
@@ -184,6 +216,8 @@ class FileRecordStore implements RecordStore {
   }
 
   async withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T> {
+    // The lock file is named from the id: never from one that is not a minion id.
+    if (!isMinionId(minionId)) throw new MasterRunnerError('invalid_input', 'not a minion id', { detail: 'invalid_minion_id' });
     const lock = await this.#lock(`target-${minionId}.lock`);
     try {
       return await work({
@@ -198,6 +232,11 @@ class FileRecordStore implements RecordStore {
 
   async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome> {
     if (!isRecordId(requestId)) throw new MasterRunnerError('not_found', 'no record with that request id');
+    // Records are never removed, so a record seen here still exists under the
+    // lock; a request id without a record never gets a lock file.
+    if ((await storeCall('reading a record', () => this.#read(requestId))) === undefined) {
+      throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
+    }
     const lock = await this.#lock(`request-${requestId}.lock`);
     try {
       const before = await storeCall('reading a record', () => this.#read(requestId));
@@ -297,17 +336,44 @@ class FileRecordStore implements RecordStore {
     }
   }
 
-  /** Ids of records that have no index entry under any target nor in unbound/. */
+  /**
+   * Ids of records that have no index entry under their own target (or in
+   * unbound/). An entry under another target alone does not count: a dangling
+   * entry (S2 crash, lost request-id race) must not hide a record bound to
+   * another minion, e.g. one restored into requests/.
+   */
   #unindexed(): string[] {
     // Records first: this store writes an entry before its record, so a record
     // listed here has its entry by the time the index is listed below.
     const ids = this.#idsIn(this.#dirs.requests);
     if (ids.length === 0) return [];
-    const indexed = new Set(this.#idsIn(this.#dirs.unbound));
+    const unbound = new Set(this.#idsIn(this.#dirs.unbound));
+    const targetsOf = new Map<string, Set<string>>();
     for (const target of this.#dirs.targets.list()) {
-      for (const id of this.#targetIds(target)) indexed.add(id);
+      for (const id of this.#targetIds(target)) {
+        const targets = targetsOf.get(id) ?? new Set<string>();
+        targets.add(target);
+        targetsOf.set(id, targets);
+      }
     }
-    return ids.filter((id) => !indexed.has(id));
+    return ids.filter((id) => {
+      if (unbound.has(id)) return false;
+      const targets = targetsOf.get(id);
+      if (targets === undefined) return true;
+      return !this.#indexedUnderOwnTarget(id, targets);
+    });
+  }
+
+  /** Whether record `id` names one of `targets` (an unreadable or vanished record counts as indexed, as before). */
+  #indexedUnderOwnTarget(id: string, targets: ReadonlySet<string>): boolean {
+    let record: RequestRecord | undefined;
+    try {
+      record = this.#read(id);
+    } catch (error) {
+      if (isUnreadableRecord(error)) return true;
+      throw error;
+    }
+    return record === undefined || (record.minion_id !== null && targets.has(record.minion_id));
   }
 
   /** Indexes a record that exists without an entry; one that cannot be read blocks every target (fail closed). */

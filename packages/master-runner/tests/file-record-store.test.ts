@@ -74,6 +74,23 @@ describe('opening the store', () => {
     }
   });
 
+  it('with create: false, refuses a missing or empty store directory with not_found and creates nothing', async () => {
+    const { dir, remove } = scratchDir();
+    try {
+      const missing = join(dir, 'missing');
+      expect(await refusal(createFileRecordStore({ root: missing, create: false }))).toMatchObject({ code: 'not_found', detail: 'no_store' });
+      expect(existsSync(missing)).toBe(false);
+      const empty = join(dir, 'empty');
+      mkdirSync(empty, { mode: 0o700 });
+      expect(await refusal(createFileRecordStore({ root: empty, create: false }))).toMatchObject({ code: 'not_found', detail: 'no_store' });
+      expect(readdirSync(empty)).toEqual([]);
+      await (await createFileRecordStore({ root: empty })).close();
+      await (await createFileRecordStore({ root: empty, create: false })).close();
+    } finally {
+      remove();
+    }
+  });
+
   it('refuses a relative store path', async () => {
     expect((await refusal(createFileRecordStore({ root: 'relative/store' }))).code).toBe('config_invalid');
   });
@@ -294,6 +311,39 @@ describe('the target index', () => {
     expect(again.record).toMatchObject({ state: 'published', jid: '20261129100000000001' });
     expect(await refusal(dispatch(deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_B }))).toMatchObject({ code: 'target_blocked', requestId: REQUEST_A });
     expect(world.standIn.publicationsUnder('20261129100000000000')).toBe(0);
+  });
+
+  it('re-indexes a record whose only entry is a dangling one under another target (S2 crash, then a restored record)', async () => {
+    // REQUEST_A bound to OTHER_MINION and left blocking (publishing); keep its record as a "backup".
+    world.standIn.publishMode = 'error_500';
+    expect((await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure', requestId: REQUEST_A })).record.state).toBe('publishing');
+    world.standIn.publishMode = 'ack';
+    const backup = readFileSync(join(world.storeRoot, 'requests', `${REQUEST_A}.json`), 'utf8');
+    rmSync(join(world.storeRoot, 'requests', `${REQUEST_A}.json`));
+    rmSync(join(world.storeRoot, 'targets', OTHER_MINION), { recursive: true });
+    // The same id dispatched to MINION crashes at S2: a dangling entry targets/MINION/REQUEST_A.
+    const crashing = await reopen({
+      crashAt: (point) => {
+        if (point === 'S2') throw new Error('S2');
+      },
+    });
+    await expect(dispatch(crashing, { minionId: MINION, profile: 'configure', requestId: REQUEST_A })).rejects.toThrow('S2');
+    expect(targetEntries(MINION)).toEqual([`${REQUEST_A}.json`]);
+    // The record bound to OTHER_MINION is restored.
+    plant(world, 'requests', `${REQUEST_A}.json`, backup);
+
+    const deps = await reopen();
+    expect(targetEntries(OTHER_MINION)).toEqual([`${REQUEST_A}.json`]);
+    expect(await refusal(dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' }))).toMatchObject({ code: 'target_blocked', requestId: REQUEST_A });
+    expect(await deps.store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
+  });
+
+  it('creates no lock file named from a request id without a record or from an invalid minion id', async () => {
+    const deps = await reopen();
+    expect(await refusal(deps.store.updateRequest('bad', (r) => r))).toMatchObject({ code: 'not_found' });
+    expect(await refusal(reconcile(deps, REQUEST_A, { reason: 'x', actor: 'ops' }))).toMatchObject({ code: 'not_found' });
+    expect(await refusal(deps.store.withTarget('../escape', async () => undefined))).toMatchObject({ code: 'invalid_input' });
+    expect(readdirSync(join(world.storeRoot, 'locks')).filter((n) => n.startsWith('request-') || n.includes('escape'))).toEqual([]);
   });
 
   it('S1 (JID reserved, index not): nothing blocks and the JID stays burned', async () => {
