@@ -7,7 +7,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
 import { writePasswordFile } from '../../../packages/master-runner/tests/support/harness.js';
 import { EXIT, EXIT_FOR_ERROR } from '../src/exit-codes.js';
-import { CLI, assertBuilt, jsonOf, runCli, type CliRun } from './support/cli.js';
+import { CLI, assertBuilt, jsonOf, runCli, type CliRun, cliEnv } from './support/cli.js';
 
 const MINION = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
 const REQUEST = '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f';
@@ -23,14 +23,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oduflow-cli-'));
   chmodSync(dir, 0o700);
   store = join(dir, 'store');
-  env = {
-    ODUFLOW_STORE: store,
-    ODUFLOW_SALT_API_URL: standIn.url,
-    ODUFLOW_SALT_API_USER: standIn.username,
-    ODUFLOW_SALT_API_PASSWORD_FILE: writePasswordFile(dir, standIn.password),
-    ODUFLOW_SALT_API_EAUTH: 'sharedsecret',
-    ODUFLOW_CALL_TIMEOUT_MS: '3000',
-  };
+  env = cliEnv(dir, standIn);
 });
 afterEach(async () => {
   await standIn.close();

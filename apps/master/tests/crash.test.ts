@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
-import { writePasswordFile } from '../../../packages/master-runner/tests/support/harness.js';
-import { assertBuilt, jsonOf, runCli, type CliRun } from './support/cli.js';
+import { assertBuilt, jsonOf, runCli, type CliRun, cliEnv } from './support/cli.js';
 
 /*
  * DESIGN §6, master side: the real CLI process SIGKILLs itself at P1–P4
@@ -26,14 +25,7 @@ beforeEach(async () => {
   standIn = await startSaltApiStandIn();
   dir = mkdtempSync(join(tmpdir(), 'oduflow-crash-'));
   chmodSync(dir, 0o700);
-  env = {
-    ODUFLOW_STORE: join(dir, 'store'),
-    ODUFLOW_SALT_API_URL: standIn.url,
-    ODUFLOW_SALT_API_USER: standIn.username,
-    ODUFLOW_SALT_API_PASSWORD_FILE: writePasswordFile(dir, standIn.password),
-    ODUFLOW_SALT_API_EAUTH: 'sharedsecret',
-    ODUFLOW_CALL_TIMEOUT_MS: '3000',
-  };
+  env = cliEnv(dir, standIn);
 });
 afterEach(async () => {
   await standIn.close();

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writePasswordFile } from '../../../../packages/master-runner/tests/support/harness.js';
 
 /*
  * Runs the built `oduflow-master` executable (dist/cli.js) as a real child
@@ -44,3 +46,16 @@ export function jsonOf(run: CliRun): Record<string, unknown> {
     throw new Error(`stdout is not JSON (exit ${run.code}, signal ${run.signal}): ${run.stdout}\nstderr: ${run.stderr}`);
   }
 }
+
+/** The environment a CLI test runs with: a private store in `dir` and the stand-in's salt-api credentials. */
+export function cliEnv(dir: string, standIn: { url: string; username: string; password: string }): Record<string, string> {
+  return {
+    ODUFLOW_STORE: join(dir, 'store'),
+    ODUFLOW_SALT_API_URL: standIn.url,
+    ODUFLOW_SALT_API_USER: standIn.username,
+    ODUFLOW_SALT_API_PASSWORD_FILE: writePasswordFile(dir, standIn.password),
+    ODUFLOW_SALT_API_EAUTH: 'sharedsecret',
+    ODUFLOW_CALL_TIMEOUT_MS: '3000',
+  };
+}
+
