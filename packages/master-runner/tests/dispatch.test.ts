@@ -3,14 +3,13 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../src/dispatch.js';
-import { MasterRunnerError } from '../src/errors.js';
 import { poll } from '../src/poll.js';
 import { publishPending } from '../src/publish-pending.js';
 import { reconcile } from '../src/reconcile.js';
 import type { RecordStore } from '../src/record-store.js';
 import { createSaltApiClient } from '../src/salt-api-client.js';
 import { refusedUrl } from './support/salt-api-standin.js';
-import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World } from './support/harness.js';
+import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World, refusal } from './support/harness.js';
 
 let world: World;
 beforeEach(async () => {
@@ -26,16 +25,6 @@ async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void>
     if (Date.now() > deadline) throw new Error('condition not reached in time');
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-}
-
-async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (MasterRunnerError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
 }
 
 describe('dispatch', () => {

@@ -3,23 +3,12 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, st
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dispatch } from '../src/dispatch.js';
-import { MasterRunnerError } from '../src/errors.js';
 import { createFileRecordStore } from '../src/file-record-store.js';
 import { preflight } from '../src/preflight.js';
 import { reconcile } from '../src/reconcile.js';
 import type { MasterDeps } from '../src/deps.js';
 import type { RecordStore } from '../src/record-store.js';
-import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, scratchDir, type World } from './support/harness.js';
-
-async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (MasterRunnerError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
+import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, scratchDir, type World, refusal } from './support/harness.js';
 
 function plant(world: World, dir: 'requests' | 'jids', name: string, value: unknown): void {
   const path = join(world.storeRoot, dir, name);

@@ -266,3 +266,18 @@ class SaltMinionEnv:
         return self.publish(
             "oduflow_job.status", [request_id, jid, profile, state_digest], new_jid()
         )
+
+
+def answer_for(minion, request_id, jid, status, passed=0, total=0, profile="configure", digest=""):
+    """The exact nine-field receipt / status answer this minion owes for a publication."""
+    return {
+        "protocol": 1,
+        "minion_id": minion.minion_id,
+        "request_id": request_id,
+        "jid": jid,
+        "profile": profile,
+        "state_digest": digest,
+        "status": status,
+        "passed": passed,
+        "total": total,
+    }

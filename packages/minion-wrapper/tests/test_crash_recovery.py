@@ -18,6 +18,7 @@ import pytest
 
 from conftest import (
     SaltMinionEnv,
+    answer_for,
     collect,
     fork_and_run,
     killed_by_sigkill,
@@ -70,19 +71,6 @@ block-until-released:
     Case.release.touch()
 
 
-def receipt(minion, request_id, jid, status, passed=0, total=0, profile="configure"):
-    return {
-        "protocol": 1,
-        "minion_id": minion.minion_id,
-        "request_id": request_id,
-        "jid": jid,
-        "profile": profile,
-        "state_digest": "",
-        "status": status,
-        "passed": passed,
-        "total": total,
-    }
-
 
 def kill_worker_at(minion, point, request_id, jid):
     """Fork a job worker for the publication and SIGKILL it at ``point``."""
@@ -107,7 +95,7 @@ def start_worker(minion, request_id, jid, profile="production"):
 def test_a_worker_killed_before_the_jid_index_leaves_not_started_and_nothing_ran(minion, case, attempt):
     request_id, jid = new_uuid(), new_jid()
     kill_worker_at(minion, "M1", request_id, jid)
-    assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "not_started"), 0)
+    assert minion.status(request_id, jid, "configure") == (answer_for(minion, request_id, jid, "not_started"), 0)
     assert marker_count(case.marker) == 0
     assert not (case.store / "jids" / f"{jid}.json").exists()
 
@@ -117,7 +105,7 @@ def test_a_worker_killed_before_the_jid_index_leaves_not_started_and_nothing_ran
 def test_a_worker_killed_inside_the_claim_leaves_unknown_and_never_runs_the_publication(minion, case, point, attempt):
     request_id, jid = new_uuid(), new_jid()
     kill_worker_at(minion, point, request_id, jid)
-    assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "unknown"), 0)
+    assert minion.status(request_id, jid, "configure") == (answer_for(minion, request_id, jid, "unknown"), 0)
     answer, retcode = minion.run(request_id, "configure", jid=jid)
     assert answer["error"] == "already_claimed" and retcode == 1
     assert marker_count(case.marker) == 0
@@ -133,7 +121,7 @@ def test_a_worker_killed_during_the_state_leaves_unknown_with_at_most_one_execut
     wait_status, result = collect(pid, result_fd)
     assert killed_by_sigkill(wait_status) and result is None
     assert minion.status(request_id, jid, "production") == (
-        receipt(minion, request_id, jid, "unknown", profile="production"),
+        answer_for(minion, request_id, jid, "unknown", profile="production"),
         0,
     )
     case.release.touch()
@@ -147,7 +135,7 @@ def test_a_worker_killed_after_the_state_before_the_receipt_leaves_unknown(minio
     request_id, jid = new_uuid(), new_jid()
     kill_worker_at(minion, "M5", request_id, jid)
     assert marker_count(case.marker) == 1
-    assert minion.status(request_id, jid, "configure") == (receipt(minion, request_id, jid, "unknown"), 0)
+    assert minion.status(request_id, jid, "configure") == (answer_for(minion, request_id, jid, "unknown"), 0)
     assert minion.run(request_id, "configure", jid=jid)[0]["error"] == "already_claimed"
     assert marker_count(case.marker) == 1
 
@@ -156,7 +144,7 @@ def test_a_worker_killed_after_the_state_before_the_receipt_leaves_unknown(minio
 def test_a_worker_killed_after_the_receipt_commit_leaves_the_exact_receipt(minion, case, attempt):
     request_id, jid = new_uuid(), new_jid()
     kill_worker_at(minion, "M6", request_id, jid)
-    expected = receipt(minion, request_id, jid, "succeeded", 2, 2)
+    expected = answer_for(minion, request_id, jid, "succeeded", 2, 2)
     assert minion.status(request_id, jid, "configure") == (expected, 0)
     assert minion.run(request_id, "configure", jid=jid) == (expected, 0)
     assert marker_count(case.marker) == 1
@@ -173,7 +161,7 @@ def test_a_lost_publication_is_recovered_exactly_from_the_committed_receipt(mini
     assert os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0
     recovered, retcode = minion.status(request_id, jid, "configure")
     assert retcode == 0
-    assert recovered == receipt(minion, request_id, jid, "succeeded", 2, 2)
+    assert recovered == answer_for(minion, request_id, jid, "succeeded", 2, 2)
     assert minion.globals["_validate_receipt"](recovered, {"jid": jid, "request_id": request_id}) == recovered
     assert marker_count(case.marker) == 1
 
@@ -182,7 +170,7 @@ def test_a_duplicate_worker_and_concurrent_polls_during_a_run_see_it_running(min
     request_id, jid = new_uuid(), new_jid()
     pid, result_fd = start_worker(minion, request_id, jid)
     wait_for(lambda: marker_count(case.marker) == 1, what="the role to start")
-    running = receipt(minion, request_id, jid, "running", profile="production")
+    running = answer_for(minion, request_id, jid, "running", profile="production")
 
     pollers = [
         fork_and_run(lambda: minion.status(request_id, jid, "production")) for _ in range(3)
@@ -198,7 +186,7 @@ def test_a_duplicate_worker_and_concurrent_polls_during_a_run_see_it_running(min
     case.release.touch()
     wait_status, (answer, retcode) = collect(pid, result_fd)
     assert os.WIFEXITED(wait_status)
-    assert answer == receipt(minion, request_id, jid, "succeeded", 2, 2, "production") and retcode == 0
+    assert answer == answer_for(minion, request_id, jid, "succeeded", 2, 2, "production") and retcode == 0
     assert minion.status(request_id, jid, "production") == (answer, 0)
     assert marker_count(case.marker) == 1
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     PILLAR_SECRET,
     SaltMinionEnv,
+    answer_for,
     marker_count,
     new_jid,
     new_uuid,
@@ -79,19 +80,6 @@ def assert_no_state_cache(minion):
     assert not (minion.cachedir / "highstate.cache.p").exists()
 
 
-def receipt_for(minion, request_id, jid, status, passed, total, profile="configure", digest=""):
-    return {
-        "protocol": 1,
-        "minion_id": minion.minion_id,
-        "request_id": request_id,
-        "jid": jid,
-        "profile": profile,
-        "state_digest": digest,
-        "status": status,
-        "passed": passed,
-        "total": total,
-    }
-
 
 def test_capabilities_answer_through_the_loader(minion):
     answer, retcode = minion.publish("oduflow_job.capabilities", [], new_jid())
@@ -103,7 +91,7 @@ def test_a_succeeding_role_commits_a_succeeded_receipt_with_no_raw_data_anywhere
     minion.write_role("roles.client_stack", succeeding_role(case))
     request_id, jid = new_uuid(), new_jid()
     answer, retcode = minion.run(request_id, "configure", jid=jid)
-    assert answer == receipt_for(minion, request_id, jid, "succeeded", 3, 3)
+    assert answer == answer_for(minion, request_id, jid, "succeeded", 3, 3)
     assert retcode == 0
     assert marker_count(case.marker) == 1
     assert (case.work / "RAWMARK-file.txt").read_text().strip() == PILLAR_SECRET
@@ -126,7 +114,7 @@ RAWMARK-fails:
     )
     request_id, jid = new_uuid(), new_jid()
     answer, retcode = minion.run(request_id, "volume_resize", jid=jid)
-    assert answer == receipt_for(minion, request_id, jid, "failed", 1, 2, "volume_resize")
+    assert answer == answer_for(minion, request_id, jid, "failed", 1, 2, "volume_resize")
     assert retcode == 0
     assert marker_count(case.marker) == 1
     assert_no_raw_data(case.store)
@@ -151,7 +139,7 @@ def test_a_role_that_does_not_compile_to_states_commits_an_unknown_receipt(minio
         role_file.write_text(role_text)
     request_id, jid = new_uuid(), new_jid()
     answer, retcode = minion.run(request_id, "credentials", jid=jid)
-    assert answer == receipt_for(minion, request_id, jid, "unknown", 0, 0, "credentials")
+    assert answer == answer_for(minion, request_id, jid, "unknown", 0, 0, "credentials")
     assert retcode == 0
     assert_no_raw_data(case.store)
 
@@ -165,7 +153,7 @@ def test_custom_high_data_runs_through_state_high_bound_by_its_digest(minion, ca
     digest = minion.globals["_state_digest"](text)
     request_id, jid = new_uuid(), new_jid()
     answer, retcode = minion.run(request_id, "custom", text, jid=jid)
-    assert answer == receipt_for(minion, request_id, jid, "succeeded", 2, 2, "custom", digest)
+    assert answer == answer_for(minion, request_id, jid, "succeeded", 2, 2, "custom", digest)
     assert retcode == 0
     assert marker_count(case.marker) == 1
     assert minion.status(request_id, jid, "custom", digest) == (answer, 0)

@@ -2,20 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type JsonValue, canonicalJson, isCanonicalJsonValue, parseCanonicalJson } from './canonical-json.js';
 import { MAX_JSON_DEPTH } from './constants.js';
-import { ProtocolError } from './errors.js';
+import { codeOf } from '../tests/support.js';
 
 /** Fixed so CI is reproducible; fast-check prints the seed and counterexample path when a property fails. */
 const SEED = 20_261_129;
 const RUNS = { seed: SEED, numRuns: 300 };
 
-function codeOf(thunk: () => unknown): string | undefined {
-  try {
-    thunk();
-    return undefined;
-  } catch (error) {
-    return ProtocolError.isInstance(error) ? error.code : 'not a ProtocolError';
-  }
-}
 
 // Characters where serializers usually disagree, mixed with arbitrary well-formed code points.
 const TRAP_CHARACTERS = ['"', '\\', '/', '\u0000', '\u0008', '\t', '\n', '\u000b', '\u001f', '\u007f', '\u2028', '\u2029', '\ue000', '\uffff', '\u00e9', '😀', 'a', '1'];

@@ -1,17 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from './canonical-json.js';
-import { ProtocolError } from './errors.js';
 import { stateDigest, validateHighData } from './high-data.js';
+import { codeOf } from '../tests/support.js';
 
-function codeOf(thunk: () => unknown): string | undefined {
-  try {
-    thunk();
-    return undefined;
-  } catch (error) {
-    return ProtocolError.isInstance(error) ? error.code : 'not a ProtocolError';
-  }
-}
 
 const NGINX = { nginx: { 'pkg.installed': [{ name: 'nginx' }] } };
 

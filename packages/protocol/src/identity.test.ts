@@ -1,19 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from './errors.js';
 import { parseJid, parseMinionId, parseRequestId } from './identity.js';
+import { codeOf } from '../tests/support.js';
 
 const RUNS = { seed: 20_261_129, numRuns: 300 };
 const canonicalUuid = fc.uuid({ version: [1, 2, 3, 4, 5, 6, 7, 8] });
 
-function codeOf(thunk: () => unknown): string | undefined {
-  try {
-    thunk();
-    return undefined;
-  } catch (error) {
-    return ProtocolError.isInstance(error) ? error.code : 'not a ProtocolError';
-  }
-}
 
 describe('parseRequestId', () => {
   it('returns every lowercase RFC 9562 UUID of versions 1-8 unchanged', () => {

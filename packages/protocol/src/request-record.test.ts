@@ -14,6 +14,7 @@ import {
   type RequestEvent,
   type RequestRecord,
 } from './request-record.js';
+import { codeOf } from '../tests/support.js';
 
 const T0 = '2026-11-29T10:00:00.000Z';
 const T1 = '2026-11-29T10:00:01.000Z';
@@ -46,15 +47,6 @@ function run(record: RequestRecord, ...events: RequestEvent[]): RequestRecord {
   return events.reduce<RequestRecord>((r, e) => applyEvent(r, e), record);
 }
 
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (error) {
-    if (ProtocolError.isInstance(error)) return error.code;
-    throw error;
-  }
-  return undefined;
-}
 
 const intent: RequestEvent = { type: 'intent_recorded', at: T1 };
 const ack: RequestEvent = { type: 'publish_acked', at: T1 };

@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFileRecordStore } from '../../src/file-record-store.js';
+import { MasterRunnerError } from '../../src/errors.js';
 import type { MasterDeps } from '../../src/deps.js';
 import type { RecordStore } from '../../src/record-store.js';
 import { createSaltApiClient } from '../../src/salt-api-client.js';
@@ -84,4 +85,15 @@ export async function makeWorld(options: { callTimeoutMs?: number; publishTimeou
       remove();
     },
   };
+}
+
+/** The MasterRunnerError `promise` rejects with; fails if it resolves or rejects with anything else. */
+export async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (MasterRunnerError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a refusal');
 }
