@@ -1,5 +1,6 @@
 import {
   ProtocolError,
+  POLLABLE_STATES,
   isPollable,
   isProtocolRecord,
   parseErrorAnswer,
@@ -117,7 +118,7 @@ export async function poll(deps: MasterDeps, requestId: string): Promise<PollRes
 /** Polls every request that is waiting for a status, one after another. */
 export async function pollAll(deps: MasterDeps, filter: { readonly minionId?: string } = {}): Promise<PollResult[]> {
   const d = resolveDeps(deps);
-  const waiting = await d.store.list({ ...filter, states: ['publishing', 'published', 'running'] });
+  const waiting = await d.store.list({ ...filter, states: POLLABLE_STATES });
   const results: PollResult[] = [];
   for (const record of waiting) results.push(await pollRecord(d, record));
   return results;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CAPABILITY, PROFILES, PROTOCOL_VERSION } from './constants.js';
 import { PROTOCOL_ERROR_CODES, ProtocolError, type ProtocolErrorCode } from './errors.js';
 import { isJid, isMinionId, isRequestId } from './identity.js';
+import { SEMVER_PATTERN, isStateDigestFor } from './patterns.js';
 
 /** Outcomes a receipt can prove. */
 export const TERMINAL_STATUSES = ['succeeded', 'failed', 'unknown'] as const;
@@ -15,10 +16,6 @@ export type AnswerStatus = (typeof ANSWER_STATUSES)[number];
 export const BINDING_FIELDS = ['minion_id', 'request_id', 'jid', 'profile', 'state_digest'] as const;
 export type BindingField = (typeof BINDING_FIELDS)[number];
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
-// semver.org's recommended pattern, with explicit ASCII classes.
-const SEMVER =
-  /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 
 /** An integer count; `z.number()` already refuses booleans, so Python's `True == 1` cannot pass. */
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -42,9 +39,8 @@ interface AnswerFacts {
   total: number;
 }
 
-/** `""` binds a fixed role; a custom request is bound by the SHA-256 of its high data. */
 function digestFitsProfile({ profile, state_digest }: AnswerFacts): boolean {
-  return profile === 'custom' ? SHA256_HEX.test(state_digest) : state_digest === '';
+  return isStateDigestFor(profile, state_digest);
 }
 
 /** A verdict needs states to count; anything without a verdict counts nothing. */
@@ -83,7 +79,7 @@ export type StatusAnswer = z.infer<typeof StatusAnswerSchema>;
 /** What `oduflow_job.capabilities` answers. */
 export const CapabilitiesSchema = z.strictObject({
   protocol: z.literal(PROTOCOL_VERSION),
-  module_version: z.string().regex(SEMVER),
+  module_version: z.string().regex(SEMVER_PATTERN),
   salt_version: z.string(),
 });
 export type Capabilities = z.infer<typeof CapabilitiesSchema>;

@@ -1,6 +1,7 @@
 export * from './constants.js';
 export * from './errors.js';
 export * from './identity.js';
+export * from './patterns.js';
 export * from './canonical-json.js';
 export * from './high-data.js';
 export * from './reduce.js';

@@ -36,7 +36,8 @@ export type RequestState = (typeof REQUEST_STATES)[number];
 export type ProtocolRequestState = Exclude<RequestState, 'legacy'>;
 
 /** Absorbing: no event changes a record in one of these states. */
-const TERMINAL_STATES: ReadonlySet<RequestState> = new Set(['succeeded', 'failed', 'rejected', 'reconciled']);
+export const TERMINAL_STATES = ['succeeded', 'failed', 'rejected', 'reconciled'] as const satisfies readonly RequestState[];
+const TERMINAL: ReadonlySet<RequestState> = new Set(TERMINAL_STATES);
 
 /**
  * States that refuse another managed dispatch to the same target. `prepared`
@@ -44,7 +45,7 @@ const TERMINAL_STATES: ReadonlySet<RequestState> = new Set(['succeeded', 'failed
  * publishable requests for one target would break "one unresolved published
  * request per target" the moment both went out.
  */
-const BLOCKING_STATES: ReadonlySet<RequestState> = new Set([
+export const BLOCKING_STATES = [
   'prepared',
   'publishing',
   'published',
@@ -52,10 +53,12 @@ const BLOCKING_STATES: ReadonlySet<RequestState> = new Set([
   'unknown',
   'quarantined',
   'legacy',
-]);
+] as const satisfies readonly RequestState[];
+const BLOCKING: ReadonlySet<RequestState> = new Set(BLOCKING_STATES);
 
 /** States in which the minion is asked for status: a publication may exist and no answer has settled it. */
-const POLLABLE_STATES: ReadonlySet<RequestState> = new Set(['publishing', 'published', 'running']);
+export const POLLABLE_STATES = ['publishing', 'published', 'running'] as const satisfies readonly RequestState[];
+const POLLABLE: ReadonlySet<RequestState> = new Set(POLLABLE_STATES);
 
 /** Everything a status answer may report; the last one seen is kept for operators. */
 export type ObservedStatus = StatusAnswer['status'];
@@ -190,17 +193,17 @@ export function isProtocolRecord(record: RequestRecord): record is ProtocolReque
 
 /** No event changes this record any more. */
 export function isTerminal(record: RequestRecord): boolean {
-  return TERMINAL_STATES.has(record.state);
+  return TERMINAL.has(record.state);
 }
 
 /** This record refuses another managed dispatch to its target. */
 export function isBlocking(record: RequestRecord): boolean {
-  return BLOCKING_STATES.has(record.state);
+  return BLOCKING.has(record.state);
 }
 
 /** The master should ask the minion for status. */
 export function isPollable(record: RequestRecord): boolean {
-  return POLLABLE_STATES.has(record.state);
+  return POLLABLE.has(record.state);
 }
 
 function illegal(record: RequestRecord, event: RequestEvent): never {
