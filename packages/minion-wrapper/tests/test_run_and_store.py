@@ -21,13 +21,34 @@ class Died(BaseException):
     """Simulates the worker vanishing at a crash point (not caught by the module)."""
 
 
-def run(m, request_id=None, profile="configure", data="", jid=None, **kwargs):
-    kwargs.setdefault("__pub_jid", jid or new_jid())
-    return m.run(request_id or new_uuid(), profile, data, **kwargs)
+def run(m, request_id=None, profile="configure", data="", jid=None, **extra):
+    """``run`` as the master's plain publication reaches it, plus ``extra`` keywords."""
+    request_id = request_id or new_uuid()
+    kwargs = m.publication("oduflow_job.run", [request_id, profile, data], jid or new_jid())
+    kwargs.update(extra)
+    return m.run(request_id, profile, data, **kwargs)
 
 
-def status(m, request_id, jid, profile="configure", digest="", **kwargs):
+def status(m, request_id, jid, profile="configure", digest="", **extra):
+    kwargs = m.publication("oduflow_job.status", [request_id, jid, profile, digest], new_jid())
+    kwargs.update(extra)
     return m.status(request_id, jid, profile, digest, **kwargs)
+
+
+def refused(m, request_id, jid, reason, profile="configure", digest=""):
+    return {**expected_receipt(m, request_id, jid, "refused", 0, 0, profile, digest), "reason": reason}
+
+
+def assert_only_refusal_on_disk(m, request_id, jid, reason):
+    """Exactly the JID index and the refusal record, nothing claimed, no state run."""
+    answer = refused(m, request_id, jid, reason)
+    index = {k: answer[k] for k in ("protocol", "minion_id", "request_id", "jid", "profile", "state_digest")}
+    files = {k: v for k, v in store_files(m.store_root).items() if not k.startswith("locks/")}
+    assert files == {
+        f"jids/{jid}.json": m._canonical_json(index).encode(),
+        f"requests/{request_id}.json": m._canonical_json(answer).encode(),
+    }
+    assert marker_count(m.marker) == 0
 
 
 def error(answer):
@@ -60,12 +81,20 @@ def expected_receipt(m, request_id, jid, status_="succeeded", passed=2, total=2,
 # ------------------------------------------------------------ capabilities
 
 
-def test_capabilities_report_protocol_module_version_and_salt_version_only(loaded_module):
+def test_capabilities_report_a_ready_minion_with_the_digest_of_the_loaded_file(loaded_module):
+    import hashlib
+
+    from conftest import MODULE_PATH
+
     assert loaded_module.capabilities() == {
         "protocol": 1,
-        "module_version": "1.0.0",
+        "module_version": "1.1.0",
         "salt_version": "3006.27",
+        "module_sha256": hashlib.sha256(MODULE_PATH.read_bytes()).hexdigest(),
+        "ready": True,
+        "reasons": [],
     }
+    assert loaded_module.__context__["retcode"] == 0
 
 
 # --------------------------------------------------------------- happy path
@@ -74,7 +103,7 @@ def test_capabilities_report_protocol_module_version_and_salt_version_only(loade
 def test_a_fixed_role_runs_state_sls_once_with_the_publication_jid_and_fixed_options(loaded_module):
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
-    answer = run(m, request_id, "production", jid=jid, __pub_fun="oduflow_job.run", __pub_user="root")
+    answer = run(m, request_id, "production", jid=jid)
     assert answer == expected_receipt(m, request_id, jid, profile="production")
     assert m.__context__["retcode"] == 0
     assert m.fake_sls.calls == [
@@ -118,9 +147,14 @@ def test_custom_high_data_runs_state_high_and_binds_the_receipt_to_its_digest(lo
     text = '{"x":{"test.succeed_without_changes":[{"name":"x"}]}}'
     request_id, jid = new_uuid(), new_jid()
     answer = run(m, request_id, "custom", text, jid=jid)
-    assert answer == expected_receipt(m, request_id, jid, passed=1, total=1, profile="custom", digest=m._state_digest(text))
+    assert answer == expected_receipt(
+        m, request_id, jid, passed=1, total=1, profile="custom", digest=m._state_digest(text)
+    )
     assert m.fake_high.calls == [
-        (({"x": {"test": [{"name": "x"}, "succeed_without_changes"]}},), {"test": False, "queue": False, "concurrent": False, "state_events": False})
+        (
+            ({"x": {"test": [{"name": "x"}, "succeed_without_changes"]}},),
+            {"test": False, "queue": False, "concurrent": False, "state_events": False},
+        )
     ]
     assert m.fake_sls.calls == []
 
@@ -172,11 +206,13 @@ def test_a_replayed_publication_returns_the_committed_receipt_without_running_ag
         {"__pillar__": {}},
     ],
 )
-def test_caller_options_are_refused_before_anything_is_written(loaded_module, option):
+def test_caller_options_are_refused_for_good_with_a_refusal_record_and_no_state_work(loaded_module, option):
     m = loaded_module
-    answer = run(m, **option)
-    assert error(answer) == "forbidden_option" and m.__context__["retcode"] == 1
-    assert not m.store_root.exists() and marker_count(m.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    answer = run(m, request_id, jid=jid, **option)
+    assert answer == refused(m, request_id, jid, "forbidden_option") and m.__context__["retcode"] == 1
+    assert_only_refusal_on_disk(m, request_id, jid, "forbidden_option")
+    assert status(m, request_id, jid) == answer
 
 
 @pytest.mark.parametrize(
@@ -198,16 +234,20 @@ def test_invalid_requests_are_refused_before_anything_is_written(loaded_module, 
     assert not m.store_root.exists() and marker_count(m.marker) == 0
 
 
-def test_a_run_without_publication_metadata_has_no_jid_and_is_refused(loaded_module):
+def test_a_run_without_publication_metadata_is_refused_without_touching_the_store(loaded_module):
     m = loaded_module
-    assert error(m.run(new_uuid(), "configure", "")) == "invalid_jid"
+    assert error(m.run(new_uuid(), "configure", "")) == "forbidden_option"
+    assert error(m.run(new_uuid(), "configure", "", __pub_jid=new_jid())) == "forbidden_option"
+    assert not m.store_root.exists() and marker_count(m.marker) == 0
 
 
-def test_a_jid_passed_as_a_caller_option_is_refused(loaded_module):
+def test_a_jid_passed_as_a_caller_option_is_refused_under_the_publication_jid(loaded_module):
     m = loaded_module
-    answer = m.run(new_uuid(), "configure", "", jid=new_jid(), __pub_jid=new_jid())
-    assert error(answer) == "forbidden_option"
-    assert not m.store_root.exists()
+    request_id, jid = new_uuid(), new_jid()
+    kwargs = {**m.publication("oduflow_job.run", [request_id, "configure", ""], jid), "jid": new_jid()}
+    answer = m.run(request_id, "configure", "", **kwargs)
+    assert answer == refused(m, request_id, jid, "forbidden_option")
+    assert_only_refusal_on_disk(m, request_id, jid, "forbidden_option")
 
 
 @pytest.mark.parametrize("minion", ["minion-1", None, "client-0D6F4B3E-8A1C-4F2E-9B7D-3C5A1E2F4D6B"])
@@ -223,31 +263,37 @@ def test_a_minion_whose_own_id_is_not_canonical_refuses_to_run_and_to_answer(loa
 def test_run_refuses_without_an_isolated_multiprocessing_worker(loaded_module, opts):
     m = loaded_module
     m.__opts__.update(opts)
-    assert error(run(m)) == "unsupported_runtime"
-    assert marker_count(m.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    assert run(m, request_id, jid=jid) == refused(m, request_id, jid, "unsupported_runtime")
+    assert_only_refusal_on_disk(m, request_id, jid, "unsupported_runtime")
 
 
 def test_run_refuses_on_any_salt_but_the_pinned_release(loaded_module, monkeypatch):
     import salt.version
 
+    m = loaded_module
     monkeypatch.setattr(salt.version, "__version__", "3006.28")
-    assert error(run(loaded_module)) == "unsupported_runtime"
-    assert marker_count(loaded_module.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    assert run(m, request_id, jid=jid) == refused(m, request_id, jid, "unsupported_runtime")
+    assert_only_refusal_on_disk(m, request_id, jid, "unsupported_runtime")
 
 
-def test_a_second_apply_while_the_execution_lock_is_held_is_refused_without_state_work(loaded_module):
+def test_a_second_apply_while_the_execution_lock_is_held_is_refused_for_good_without_state_work(loaded_module):
     m = loaded_module
     run(m)  # creates the store
     fd = os.open(m.store_root / "locks" / "execution.lock", os.O_RDWR)
+    request_id, jid = new_uuid(), new_jid()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        jid = new_jid()
-        answer = run(m, jid=jid)
+        answer = run(m, request_id, jid=jid)
     finally:
         os.close(fd)
-    assert error(answer) == "execution_busy"
+    assert answer == refused(m, request_id, jid, "execution_busy") and m.__context__["retcode"] == 1
     assert marker_count(m.marker) == 1
-    assert not (m.store_root / "jids" / f"{jid}.json").exists()
+    # Every later delivery of that JID is refused the same way, even with the lock free.
+    assert run(m, request_id, jid=jid) == answer
+    assert status(m, request_id, jid) == answer
+    assert marker_count(m.marker) == 1
 
 
 @pytest.mark.parametrize("point", ["M2", "M3", "M5"])
@@ -324,7 +370,7 @@ def test_status_returns_the_exact_terminal_receipt(loaded_module):
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
     receipt = run(m, request_id, jid=jid)
-    assert status(m, request_id, jid, __pub_jid=new_jid()) == receipt
+    assert status(m, request_id, jid) == receipt
 
 
 def test_status_during_the_run_sees_the_living_request_lock_as_running(loaded_module):
@@ -382,6 +428,7 @@ def test_status_refuses_caller_options_and_invalid_arguments(loaded_module):
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
     assert error(status(m, request_id, jid, test=True)) == "forbidden_option"
+    assert not m.store_root.exists()
     assert m.__context__["retcode"] == 1
     assert error(status(m, request_id, jid, "configure", "a" * 64)) == "invalid_state_digest"
     assert error(status(m, request_id, jid, "custom", "")) == "invalid_state_digest"
