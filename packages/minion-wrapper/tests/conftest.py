@@ -5,12 +5,13 @@ Two ways to reach the module:
 - ``loaded_module``: the file imported by path, with the Salt dunders
   (``__opts__``, ``__context__``, ``__salt__``) supplied by the test. Fast;
   used for the validation helpers, the store and every refusal branch.
-- ``SaltMinionEnv``: the same file loaded by Salt 3006.27's real loader
-  (``salt.client.Caller`` on a temporary minion config with ``file_client:
-  local``), calling the real ``state.sls`` / ``state.high``. Functions are
-  invoked the way a minion job worker invokes them: through
-  ``salt.minion.load_args_and_kwargs`` with a publication, so ``__pub_*`` is
-  injected by Salt itself.
+- ``SaltMinionEnv``: the same file loaded by Salt 3006.27's real loader (an
+  in-process ``salt.minion.SMinion`` on a temporary minion config with
+  ``file_client: local``), calling the real ``state.sls`` / ``state.high``.
+  Functions are invoked the way a minion job worker invokes them: Salt's own
+  ``Minion._thread_return`` with a publication load, so the executors are
+  chosen from the load and the minion options, ``load_args_and_kwargs``
+  injects ``__pub_*``, and the retcode is the one Salt would send.
 """
 
 import importlib.util
@@ -118,17 +119,46 @@ def killed_by_sigkill(wait_status):
     return os.WIFSIGNALED(wait_status) and os.WTERMSIG(wait_status) == signal.SIGKILL
 
 
+def publication(minion_id, fun, args, jid):
+    """The ``__pub_*`` keywords Salt injects for the master's plain publication of ``fun``."""
+    return {
+        "__pub_fun": fun,
+        "__pub_arg": list(args),
+        "__pub_tgt": [minion_id],
+        "__pub_tgt_type": "list",
+        "__pub_jid": jid,
+        "__pub_ret": "",
+        "__pub_user": "root",
+    }
+
+
+def stub_call_chunks(self, chunks):
+    """Stands in for Salt's ``State.call_chunks`` (same signature) under by-path tests."""
+    return {}
+
+
 class FakeState:
-    """Stands in for ``state.sls`` / ``state.high`` in by-path tests."""
+    """Stands in for ``state.sls`` / ``state.high`` in by-path tests.
+
+    Like Salt, it hands its compiled ``chunks`` to ``State.call_chunks``
+    (where the module's claim gate sits) before any state runs; ``compiles =
+    False`` plays a render error that never reaches a chunk.
+    """
 
     def __init__(self, marker, result=None):
         self.marker = Path(marker)
         self.result = result
         self.calls = []
         self.effect = None
+        self.chunks = [{"state": "test", "fun": "nop", "__id__": "a", "name": "a"}]
+        self.compiles = True
 
     def __call__(self, *args, **kwargs):
+        import salt.state
+
         self.calls.append((args, kwargs))
+        if self.compiles:
+            salt.state.State.call_chunks(None, self.chunks)
         with self.marker.open("a") as out:
             out.write("ran\n")
         if self.effect is not None:
@@ -152,8 +182,11 @@ def minion_id():
 
 
 @pytest.fixture
-def loaded_module(tmp_path, minion_id):
+def loaded_module(tmp_path, minion_id, monkeypatch):
     """oduflow_job imported by path, with dunders pointing at a private temp store."""
+    import salt.state
+
+    monkeypatch.setattr(salt.state.State, "call_chunks", stub_call_chunks)
     module = load_module()
     marker = tmp_path / "marker"
     sls = FakeState(marker, {"a": {"result": True}, "b": {"result": True}})
@@ -172,6 +205,7 @@ def loaded_module(tmp_path, minion_id):
     module.fake_high = high
     module.marker = marker
     module.store_root = tmp_path / "var" / "store"
+    module.publication = lambda fun, args, jid: publication(module.__opts__["id"], fun, args, jid)
     return module
 
 
@@ -201,12 +235,49 @@ log_file: {root}/minion.log
 PILLAR_SECRET = "PILLARSECRET-7c1d"
 
 
+class _JobWorker:
+    """What Salt's ``Minion._thread_return`` needs of a minion, over an in-process SMinion.
+
+    ``_execute_job_function`` is Salt's own method; the return the worker
+    would send to the master is captured instead of sent.
+    """
+
+    connected = True
+
+    def __init__(self, sminion):
+        import salt.minion
+
+        self.opts = sminion.opts
+        self.functions = sminion.functions
+        self.executors = sminion.executors
+        self.returners = sminion.returners
+        self.function_errors = sminion.function_errors
+        self.proc_dir = salt.minion.get_proc_dir(self.opts["cachedir"])
+        self.returned = []
+
+    def _execute_job_function(self, *args):
+        import salt.minion
+
+        return salt.minion.Minion._execute_job_function(self, *args)
+
+    def gen_modules(self):
+        # A daemon's job process rebuilds its loaders here; these tests keep
+        # the SMinion's, whose module globals they adjust (store, crash seam).
+        pass
+
+    def _return_retry_timer(self, max=False):
+        return 1
+
+    def _return_pub(self, ret, timeout=None):
+        self.returned.append(ret)
+
+
 class SaltMinionEnv:
     """One in-process minion (Salt's real loader) with a temporary file tree."""
 
-    def __init__(self, root):
-        import salt.client
+    def __init__(self, root, extra_config=""):
         import salt.config
+        import salt.minion
 
         self.root = Path(root)
         self.minion_id = new_minion_id()
@@ -216,11 +287,13 @@ class SaltMinionEnv:
         (self.root / "pillar" / "secrets.sls").write_text(f"secret: {PILLAR_SECRET}\n")
         config = self.root / "minion"
         config.write_text(
-            MINION_CONFIG.format(root=self.root, module_dir=MODULE_DIR, minion_id=self.minion_id)
+            MINION_CONFIG.format(root=self.root, module_dir=MODULE_DIR, minion_id=self.minion_id) + extra_config
         )
         self.opts = salt.config.minion_config(str(config))
-        self.caller = salt.client.Caller(mopts=self.opts)
-        self.functions = self.caller.sminion.functions
+        # What the opts of a salt-minion daemon say (Salt records argv[0]'s name).
+        self.opts["__cli"] = "salt-minion"
+        self.sminion = salt.minion.SMinion(self.opts)
+        self.functions = self.sminion.functions
 
     @property
     def globals(self):
@@ -238,34 +311,59 @@ class SaltMinionEnv:
         path = self.root / "srv" / "roles" / (role.split(".", 1)[1] + ".sls")
         path.write_text(text)
 
-    def publish(self, fun, args, jid, extra_kwargs=None):
-        """Invoke ``fun`` as a minion job worker does for a publication; (return, retcode)."""
-        import salt.minion
-
-        func = self.functions[fun]
-        data = {
+    def load(self, fun, args, jid):
+        """The master's plain publication load of ``fun`` to this minion (salt/master.py ``_prep_pub``)."""
+        return {
             "fun": fun,
             "arg": list(args),
-            "jid": jid,
             "tgt": [self.minion_id],
-            "tgt_type": "list",
+            "jid": jid,
             "ret": "",
+            "tgt_type": "list",
             "user": "root",
         }
-        call_args, call_kwargs = salt.minion.load_args_and_kwargs(func, list(args), data)
-        call_kwargs.update(extra_kwargs or {})
-        context = self.functions.pack["__context__"]
-        context["retcode"] = 0
-        answer = func(*call_args, **call_kwargs)
-        return answer, context.get("retcode", 0)
+
+    def publish(self, fun, args, jid, load=None, drop=()):
+        """Run a publication in a job worker as the minion does; (return, retcode) as Salt would send them.
+
+        ``load`` adds or replaces keys of the master's plain load (options a
+        caller smuggles in), ``drop`` removes keys.
+        """
+        import salt.minion
+
+        data = {**self.load(fun, args, jid), **(load or {})}
+        for key in drop:
+            data.pop(key)
+        worker = _JobWorker(self.sminion)
+        title = _proctitle()
+        try:
+            salt.minion.Minion._thread_return(worker, self.opts, data)
+        finally:
+            _set_proctitle(title)
+        (ret,) = worker.returned
+        return ret["return"], ret["retcode"]
 
     def run(self, request_id, profile, state_data_json="", jid=None):
         return self.publish("oduflow_job.run", [request_id, profile, state_data_json], jid or new_jid())
 
     def status(self, request_id, jid, profile, state_digest=""):
-        return self.publish(
-            "oduflow_job.status", [request_id, jid, profile, state_digest], new_jid()
-        )
+        return self.publish("oduflow_job.status", [request_id, jid, profile, state_digest], new_jid())
+
+
+def _proctitle():
+    try:
+        import setproctitle
+    except ImportError:
+        return None
+    return setproctitle.getproctitle()
+
+
+def _set_proctitle(title):
+    # A job worker appends its name to the process title; keep pytest's.
+    if title is not None:
+        import setproctitle
+
+        setproctitle.setproctitle(title)
 
 
 def answer_for(minion, request_id, jid, status, passed=0, total=0, profile="configure", digest=""):

@@ -8,7 +8,9 @@ DESIGN section 6, and a repeated publication must never run the role again.
 
 M1, M2, M3, M5 and M6 are the module's ``_crash_point`` seams, replaced in
 the child only; M4 ("during the state") is a SIGKILL sent from outside while
-the role blocks, after its first state has run.
+the role blocks, after its first state has run. R1 (refusal decided, nothing
+written) and R2 (refusal record committed, not returned) are the seams of a
+refusal, here one for a publication that carries an executor option.
 """
 
 import os
@@ -71,8 +73,7 @@ block-until-released:
     Case.release.touch()
 
 
-
-def kill_worker_at(minion, point, request_id, jid):
+def kill_worker_at(minion, point, request_id, jid, load=None):
     """Fork a job worker for the publication and SIGKILL it at ``point``."""
 
     def worker():
@@ -81,7 +82,7 @@ def kill_worker_at(minion, point, request_id, jid):
                 os.kill(os.getpid(), signal.SIGKILL)
 
         minion.globals["_crash_point"] = crash_point
-        return minion.run(request_id, "configure", jid=jid)
+        return minion.publish("oduflow_job.run", [request_id, "configure", ""], jid, load=load)
 
     wait_status, result = collect(*fork_and_run(worker))
     assert killed_by_sigkill(wait_status) and result is None
@@ -154,8 +155,7 @@ def test_a_lost_publication_is_recovered_exactly_from_the_committed_receipt(mini
     request_id, jid = new_uuid(), new_jid()
 
     def worker_whose_return_is_lost():
-        minion.run(request_id, "configure", jid=jid)
-        return None  # the return never reaches the master
+        minion.run(request_id, "configure", jid=jid)  # its return never reaches the master
 
     wait_status, _ = collect(*fork_and_run(worker_whose_return_is_lost))
     assert os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0
@@ -172,9 +172,7 @@ def test_a_duplicate_worker_and_concurrent_polls_during_a_run_see_it_running(min
     wait_for(lambda: marker_count(case.marker) == 1, what="the role to start")
     running = answer_for(minion, request_id, jid, "running", profile="production")
 
-    pollers = [
-        fork_and_run(lambda: minion.status(request_id, jid, "production")) for _ in range(3)
-    ]
+    pollers = [fork_and_run(lambda: minion.status(request_id, jid, "production")) for _ in range(3)]
     duplicate = start_worker(minion, request_id, jid)
     assert minion.status(request_id, jid, "production") == (running, 0)
     assert [collect(*poller)[1] for poller in pollers] == [[running, 0]] * 3
@@ -191,14 +189,89 @@ def test_a_duplicate_worker_and_concurrent_polls_during_a_run_see_it_running(min
     assert marker_count(case.marker) == 1
 
 
-def test_another_request_is_refused_while_a_managed_apply_runs(minion, case):
+def refused(minion, request_id, jid, reason):
+    return {**answer_for(minion, request_id, jid, "refused"), "reason": reason}
+
+
+def test_another_request_is_refused_for_good_while_a_managed_apply_runs(minion, case):
     request_id, jid = new_uuid(), new_jid()
     pid, result_fd = start_worker(minion, request_id, jid)
     wait_for(lambda: marker_count(case.marker) == 1, what="the role to start")
     other_request, other_jid = new_uuid(), new_jid()
     answer, retcode = minion.run(other_request, "configure", jid=other_jid)
-    assert answer["error"] == "execution_busy" and retcode == 1
-    assert minion.status(other_request, other_jid, "configure")[0]["status"] == "not_started"
+    assert (answer, retcode) == (refused(minion, other_request, other_jid, "execution_busy"), 1)
+    assert minion.status(other_request, other_jid, "configure") == (answer, 0)
     case.release.touch()
     assert collect(pid, result_fd)[1][0]["status"] == "succeeded"
+    # Delivered again once the minion is idle, the same JID is still refused and never runs.
+    assert minion.run(other_request, "configure", jid=other_jid) == (answer, 1)
     assert marker_count(case.marker) == 1
+
+
+OPTION = {"module_executors": ["direct_call"]}
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_after_deciding_a_refusal_before_writing_it_leaves_not_started(minion, case, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "R1", request_id, jid, load=OPTION)
+    assert minion.status(request_id, jid, "configure") == (answer_for(minion, request_id, jid, "not_started"), 0)
+    assert not (case.store / "jids" / f"{jid}.json").exists()
+    assert marker_count(case.marker) == 0
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_after_committing_a_refusal_leaves_it_for_status_to_recover(minion, case, attempt):
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "R2", request_id, jid, load=OPTION)
+    expected = refused(minion, request_id, jid, "forbidden_option")
+    assert minion.status(request_id, jid, "configure") == (expected, 0)
+    # A plain delivery of that JID now is refused the same way: it never runs.
+    assert minion.run(request_id, "configure", jid=jid) == (expected, 1)
+    assert marker_count(case.marker) == 0
+
+
+def test_a_worker_killed_between_a_refusal_index_and_its_record_leaves_unknown(minion, case):
+    """The refusal's two writes are a claim's: an index alone is an abandoned claim, never executed."""
+    request_id, jid = new_uuid(), new_jid()
+
+    def worker():
+        store_class = minion.globals["_Store"]
+        original_write = store_class.write
+
+        def write(self, subdir, name, value, owner):
+            if subdir == "requests":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original_write(self, subdir, name, value, owner)
+
+        store_class.write = write
+        return minion.publish("oduflow_job.run", [request_id, "configure", ""], jid, load=OPTION)
+
+    wait_status, result = collect(*fork_and_run(worker))
+    assert killed_by_sigkill(wait_status) and result is None
+    assert minion.status(request_id, jid, "configure") == (answer_for(minion, request_id, jid, "unknown"), 0)
+    assert minion.run(request_id, "configure", jid=jid)[0]["error"] == "already_claimed"
+    assert marker_count(case.marker) == 0
+
+
+@pytest.mark.parametrize("attempt", range(REPEATS))
+def test_a_worker_killed_while_refusing_a_parallel_role_before_the_record_leaves_not_started(minion, case, attempt):
+    minion.write_role(
+        "roles.client_stack",
+        f"""
+count-the-run:
+  cmd.run:
+    - name: echo ran >> {case.marker}
+in-parallel:
+  test.succeed_without_changes:
+    - parallel: True
+""",
+    )
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "R1", request_id, jid)
+    assert minion.status(request_id, jid, "configure") == (answer_for(minion, request_id, jid, "not_started"), 0)
+    assert marker_count(case.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    kill_worker_at(minion, "R2", request_id, jid)
+    assert minion.status(request_id, jid, "configure") == (refused(minion, request_id, jid, "parallel_refused"), 0)
+    assert marker_count(case.marker) == 0

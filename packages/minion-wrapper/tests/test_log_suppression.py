@@ -73,7 +73,7 @@ def _apply_then_plain_sls(minion, log_file, level):
     after = handler_state()
     filters_left = [repr(after[key]) for key in before if after.get(key) != before[key]]
     minion.functions["state.sls"]("roles.client_stack", concurrent=True)
-    plain_log = flushed_log()[len(managed_log):]
+    plain_log = flushed_log()[len(managed_log) :]
     return {
         "status": answer.get("status"),
         "retcode": retcode,

@@ -21,13 +21,34 @@ class Died(BaseException):
     """Simulates the worker vanishing at a crash point (not caught by the module)."""
 
 
-def run(m, request_id=None, profile="configure", data="", jid=None, **kwargs):
-    kwargs.setdefault("__pub_jid", jid or new_jid())
-    return m.run(request_id or new_uuid(), profile, data, **kwargs)
+def run(m, request_id=None, profile="configure", data="", jid=None, **extra):
+    """``run`` as the master's plain publication reaches it, plus ``extra`` keywords."""
+    request_id = request_id or new_uuid()
+    kwargs = m.publication("oduflow_job.run", [request_id, profile, data], jid or new_jid())
+    kwargs.update(extra)
+    return m.run(request_id, profile, data, **kwargs)
 
 
-def status(m, request_id, jid, profile="configure", digest="", **kwargs):
+def status(m, request_id, jid, profile="configure", digest="", **extra):
+    kwargs = m.publication("oduflow_job.status", [request_id, jid, profile, digest], new_jid())
+    kwargs.update(extra)
     return m.status(request_id, jid, profile, digest, **kwargs)
+
+
+def refused(m, request_id, jid, reason, profile="configure", digest=""):
+    return {**expected_receipt(m, request_id, jid, "refused", 0, 0, profile, digest), "reason": reason}
+
+
+def assert_only_refusal_on_disk(m, request_id, jid, reason):
+    """Exactly the JID index and the refusal record, nothing claimed, no state run."""
+    answer = refused(m, request_id, jid, reason)
+    index = {k: answer[k] for k in ("protocol", "minion_id", "request_id", "jid", "profile", "state_digest")}
+    files = {k: v for k, v in store_files(m.store_root).items() if not k.startswith("locks/")}
+    assert files == {
+        f"jids/{jid}.json": m._canonical_json(index).encode(),
+        f"requests/{request_id}.json": m._canonical_json(answer).encode(),
+    }
+    assert marker_count(m.marker) == 0
 
 
 def error(answer):
@@ -60,12 +81,20 @@ def expected_receipt(m, request_id, jid, status_="succeeded", passed=2, total=2,
 # ------------------------------------------------------------ capabilities
 
 
-def test_capabilities_report_protocol_module_version_and_salt_version_only(loaded_module):
+def test_capabilities_report_a_ready_minion_with_the_digest_of_the_loaded_file(loaded_module):
+    import hashlib
+
+    from conftest import MODULE_PATH
+
     assert loaded_module.capabilities() == {
         "protocol": 1,
-        "module_version": "1.0.0",
+        "module_version": "1.1.0",
         "salt_version": "3006.27",
+        "module_sha256": hashlib.sha256(MODULE_PATH.read_bytes()).hexdigest(),
+        "ready": True,
+        "reasons": [],
     }
+    assert loaded_module.__context__["retcode"] == 0
 
 
 # --------------------------------------------------------------- happy path
@@ -74,7 +103,7 @@ def test_capabilities_report_protocol_module_version_and_salt_version_only(loade
 def test_a_fixed_role_runs_state_sls_once_with_the_publication_jid_and_fixed_options(loaded_module):
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
-    answer = run(m, request_id, "production", jid=jid, __pub_fun="oduflow_job.run", __pub_user="root")
+    answer = run(m, request_id, "production", jid=jid)
     assert answer == expected_receipt(m, request_id, jid, profile="production")
     assert m.__context__["retcode"] == 0
     assert m.fake_sls.calls == [
@@ -118,9 +147,14 @@ def test_custom_high_data_runs_state_high_and_binds_the_receipt_to_its_digest(lo
     text = '{"x":{"test.succeed_without_changes":[{"name":"x"}]}}'
     request_id, jid = new_uuid(), new_jid()
     answer = run(m, request_id, "custom", text, jid=jid)
-    assert answer == expected_receipt(m, request_id, jid, passed=1, total=1, profile="custom", digest=m._state_digest(text))
+    assert answer == expected_receipt(
+        m, request_id, jid, passed=1, total=1, profile="custom", digest=m._state_digest(text)
+    )
     assert m.fake_high.calls == [
-        (({"x": {"test": [{"name": "x"}, "succeed_without_changes"]}},), {"test": False, "queue": False, "concurrent": False, "state_events": False})
+        (
+            ({"x": {"test": [{"name": "x"}, "succeed_without_changes"]}},),
+            {"test": False, "queue": False, "concurrent": False, "state_events": False},
+        )
     ]
     assert m.fake_sls.calls == []
 
@@ -172,11 +206,13 @@ def test_a_replayed_publication_returns_the_committed_receipt_without_running_ag
         {"__pillar__": {}},
     ],
 )
-def test_caller_options_are_refused_before_anything_is_written(loaded_module, option):
+def test_caller_options_are_refused_for_good_with_a_refusal_record_and_no_state_work(loaded_module, option):
     m = loaded_module
-    answer = run(m, **option)
-    assert error(answer) == "forbidden_option" and m.__context__["retcode"] == 1
-    assert not m.store_root.exists() and marker_count(m.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    answer = run(m, request_id, jid=jid, **option)
+    assert answer == refused(m, request_id, jid, "forbidden_option") and m.__context__["retcode"] == 1
+    assert_only_refusal_on_disk(m, request_id, jid, "forbidden_option")
+    assert status(m, request_id, jid) == answer
 
 
 @pytest.mark.parametrize(
@@ -198,16 +234,20 @@ def test_invalid_requests_are_refused_before_anything_is_written(loaded_module, 
     assert not m.store_root.exists() and marker_count(m.marker) == 0
 
 
-def test_a_run_without_publication_metadata_has_no_jid_and_is_refused(loaded_module):
+def test_a_run_without_publication_metadata_is_refused_without_touching_the_store(loaded_module):
     m = loaded_module
-    assert error(m.run(new_uuid(), "configure", "")) == "invalid_jid"
+    assert error(m.run(new_uuid(), "configure", "")) == "forbidden_option"
+    assert error(m.run(new_uuid(), "configure", "", __pub_jid=new_jid())) == "forbidden_option"
+    assert not m.store_root.exists() and marker_count(m.marker) == 0
 
 
-def test_a_jid_passed_as_a_caller_option_is_refused(loaded_module):
+def test_a_jid_passed_as_a_caller_option_is_refused_under_the_publication_jid(loaded_module):
     m = loaded_module
-    answer = m.run(new_uuid(), "configure", "", jid=new_jid(), __pub_jid=new_jid())
-    assert error(answer) == "forbidden_option"
-    assert not m.store_root.exists()
+    request_id, jid = new_uuid(), new_jid()
+    kwargs = {**m.publication("oduflow_job.run", [request_id, "configure", ""], jid), "jid": new_jid()}
+    answer = m.run(request_id, "configure", "", **kwargs)
+    assert answer == refused(m, request_id, jid, "forbidden_option")
+    assert_only_refusal_on_disk(m, request_id, jid, "forbidden_option")
 
 
 @pytest.mark.parametrize("minion", ["minion-1", None, "client-0D6F4B3E-8A1C-4F2E-9B7D-3C5A1E2F4D6B"])
@@ -223,31 +263,37 @@ def test_a_minion_whose_own_id_is_not_canonical_refuses_to_run_and_to_answer(loa
 def test_run_refuses_without_an_isolated_multiprocessing_worker(loaded_module, opts):
     m = loaded_module
     m.__opts__.update(opts)
-    assert error(run(m)) == "unsupported_runtime"
-    assert marker_count(m.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    assert run(m, request_id, jid=jid) == refused(m, request_id, jid, "unsupported_runtime")
+    assert_only_refusal_on_disk(m, request_id, jid, "unsupported_runtime")
 
 
 def test_run_refuses_on_any_salt_but_the_pinned_release(loaded_module, monkeypatch):
     import salt.version
 
+    m = loaded_module
     monkeypatch.setattr(salt.version, "__version__", "3006.28")
-    assert error(run(loaded_module)) == "unsupported_runtime"
-    assert marker_count(loaded_module.marker) == 0
+    request_id, jid = new_uuid(), new_jid()
+    assert run(m, request_id, jid=jid) == refused(m, request_id, jid, "unsupported_runtime")
+    assert_only_refusal_on_disk(m, request_id, jid, "unsupported_runtime")
 
 
-def test_a_second_apply_while_the_execution_lock_is_held_is_refused_without_state_work(loaded_module):
+def test_a_second_apply_while_the_execution_lock_is_held_is_refused_for_good_without_state_work(loaded_module):
     m = loaded_module
     run(m)  # creates the store
     fd = os.open(m.store_root / "locks" / "execution.lock", os.O_RDWR)
+    request_id, jid = new_uuid(), new_jid()
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        jid = new_jid()
-        answer = run(m, jid=jid)
+        answer = run(m, request_id, jid=jid)
     finally:
         os.close(fd)
-    assert error(answer) == "execution_busy"
+    assert answer == refused(m, request_id, jid, "execution_busy") and m.__context__["retcode"] == 1
     assert marker_count(m.marker) == 1
-    assert not (m.store_root / "jids" / f"{jid}.json").exists()
+    # Every later delivery of that JID is refused the same way, even with the lock free.
+    assert run(m, request_id, jid=jid) == answer
+    assert status(m, request_id, jid) == answer
+    assert marker_count(m.marker) == 1
 
 
 @pytest.mark.parametrize("point", ["M2", "M3", "M5"])
@@ -324,7 +370,7 @@ def test_status_returns_the_exact_terminal_receipt(loaded_module):
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
     receipt = run(m, request_id, jid=jid)
-    assert status(m, request_id, jid, __pub_jid=new_jid()) == receipt
+    assert status(m, request_id, jid) == receipt
 
 
 def test_status_during_the_run_sees_the_living_request_lock_as_running(loaded_module):
@@ -382,6 +428,7 @@ def test_status_refuses_caller_options_and_invalid_arguments(loaded_module):
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
     assert error(status(m, request_id, jid, test=True)) == "forbidden_option"
+    assert not m.store_root.exists()
     assert m.__context__["retcode"] == 1
     assert error(status(m, request_id, jid, "configure", "a" * 64)) == "invalid_state_digest"
     assert error(status(m, request_id, jid, "custom", "")) == "invalid_state_digest"
@@ -786,3 +833,250 @@ def test_a_store_root_without_its_subdirectories_holds_no_evidence(loaded_module
     request_id, jid = new_uuid(), new_jid()
     assert status(m, request_id, jid)["status"] == "not_started"
     assert list(m.store_root.iterdir()) == []
+
+
+# ------------------------------------------------------- refusals, evidence
+
+
+def test_a_refusal_is_a_plain_error_while_a_worker_of_the_same_request_holds_its_lock(loaded_module, monkeypatch):
+    m = loaded_module
+    run(m)  # creates the store
+    request_id, jid = new_uuid(), new_jid()
+    monkeypatch.setattr(m, "_REFUSAL_LOCK_ATTEMPTS", 3)
+    fds = [
+        os.open(m.store_root / "locks" / name, os.O_RDWR | os.O_CREAT, 0o600)
+        for name in ("execution.lock", f"{request_id}.lock")
+    ]
+    try:
+        for fd in fds:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        answer = run(m, request_id, jid=jid)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert error(answer) == "execution_busy"
+    assert not (m.store_root / "jids" / f"{jid}.json").exists()
+    assert not (m.store_root / "requests" / f"{request_id}.json").exists()
+
+
+def test_a_refusal_waits_out_a_shared_probe_of_the_request_lock(loaded_module):
+    m = loaded_module
+    run(m)
+    request_id, jid = new_uuid(), new_jid()
+    path = m.store_root / "locks" / f"{request_id}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    real_sleep = m.time.sleep
+
+    def release_during_the_first_pause(seconds):
+        os.close(fd)  # the probe ends
+        m.time.sleep = real_sleep
+
+    m.time.sleep = release_during_the_first_pause
+    try:
+        answer = run(m, request_id, jid=jid, test=True)
+    finally:
+        m.time.sleep = real_sleep
+    assert answer == refused(m, request_id, jid, "forbidden_option")
+
+
+def test_a_refusal_is_never_written_over_a_claim_or_a_receipt(loaded_module):
+    m = loaded_module
+    request_id, jid = new_uuid(), new_jid()
+    receipt = run(m, request_id, jid=jid)
+    before = store_files(m.store_root)
+    # The same publication again, now with an option: it already applied, so the receipt answers.
+    assert run(m, request_id, jid=jid, test=True) == receipt
+    die_at(m, "M3")
+    claimed, claimed_jid = new_uuid(), new_jid()
+    with pytest.raises(Died):
+        run(m, claimed, jid=claimed_jid)
+    m._crash_point = lambda name: None
+    assert error(run(m, claimed, jid=claimed_jid, test=True)) == "already_claimed"
+    assert status(m, claimed, claimed_jid)["status"] == "unknown"
+    assert {k: v for k, v in store_files(m.store_root).items() if k in before} == before
+
+
+def test_an_option_with_an_invalid_binding_is_refused_without_a_record(loaded_module):
+    m = loaded_module
+    assert error(run(m, "not-a-uuid", test=True)) == "forbidden_option"
+    assert error(run(m, profile="custom", data="{}", test=True)) == "forbidden_option"
+    assert not m.store_root.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("remove-index", "inconsistent_evidence"),
+        ("index-other-request", "inconsistent_evidence"),
+        ("index-other-profile", "inconsistent_evidence"),
+    ],
+)
+@pytest.mark.parametrize("record", ["receipt", "refusal", "claim"])
+def test_a_request_record_without_its_jid_index_is_inconsistent_evidence_never_an_answer(
+    loaded_module, change, expected, record
+):
+    m = loaded_module
+    request_id, jid = new_uuid(), new_jid()
+    if record == "receipt":
+        run(m, request_id, jid=jid)
+    elif record == "refusal":
+        run(m, request_id, jid=jid, test=True)
+    else:
+        die_at(m, "M3")
+        with pytest.raises(Died):
+            run(m, request_id, jid=jid)
+        m._crash_point = lambda name: None
+    index_path = m.store_root / "jids" / f"{jid}.json"
+    index = json.loads(index_path.read_text())
+    if change == "remove-index":
+        index_path.unlink()
+    else:
+        index.update({"request_id": new_uuid()} if change == "index-other-request" else {"profile": "production"})
+        overwrite(index_path, m._canonical_json(index))
+    assert error(status(m, request_id, jid)) == expected
+    assert error(run(m, request_id, jid=jid)) == expected
+    assert marker_count(m.marker) == (1 if record == "receipt" else 0)
+
+
+def test_a_jid_index_bound_to_another_request_without_a_record_is_still_a_conflict(loaded_module):
+    m = loaded_module
+    jid = new_jid()
+    run(m, jid=jid)
+    assert error(status(m, new_uuid(), jid)) == "binding_conflict"
+
+
+def test_a_stored_refusal_with_an_unknown_reason_is_malformed(loaded_module):
+    m = loaded_module
+    request_id, jid = new_uuid(), new_jid()
+    answer = run(m, request_id, jid=jid, test=True)
+    overwrite(m.store_root / "requests" / f"{request_id}.json", m._canonical_json({**answer, "reason": "bored"}))
+    assert error(status(m, request_id, jid)) == "malformed_store"
+
+
+def test_a_render_error_that_never_reaches_a_chunk_still_claims_before_its_unknown_receipt(loaded_module):
+    m = loaded_module
+    m.fake_sls.compiles = False
+    m.fake_sls.result = ["Rendering SLS failed: RAWMARK"]
+    order = []
+    m._crash_point = order.append
+    request_id, jid = new_uuid(), new_jid()
+    assert run(m, request_id, jid=jid) == expected_receipt(m, request_id, jid, "unknown", 0, 0)
+    assert order == ["M1", "M2", "M3", "M5", "M6"]
+
+
+def test_the_claim_happens_in_the_gate_before_the_first_state_runs(loaded_module):
+    m = loaded_module
+    request_id, jid = new_uuid(), new_jid()
+    seen = []
+    m.fake_sls.effect = lambda: seen.append(record_on_disk(m, request_id))
+    run(m, request_id, jid=jid)
+    assert seen == ["running"]
+
+
+def record_on_disk(m, request_id):
+    path = m.store_root / "requests" / f"{request_id}.json"
+    return json.loads(path.read_text())["status"] if path.exists() else None
+
+
+def test_a_parallel_chunk_is_refused_at_the_gate_before_any_state_runs(loaded_module):
+    m = loaded_module
+    m.fake_sls.chunks = [{"state": "cmd", "fun": "run", "name": "a"}, {"state": "cmd", "fun": "run", "parallel": True}]
+    request_id, jid = new_uuid(), new_jid()
+    assert run(m, request_id, jid=jid) == refused(m, request_id, jid, "parallel_refused")
+    assert_only_refusal_on_disk(m, request_id, jid, "parallel_refused")
+
+
+def test_a_store_failure_in_the_gate_stops_the_state_and_is_reported(loaded_module, monkeypatch):
+    m = loaded_module
+    run(m)
+    real_fsync = os.fsync
+
+    def failing_fsync(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(28, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    answer = run(m)
+    monkeypatch.undo()
+    assert error(answer) == "internal_error"
+    assert marker_count(m.marker) == 1
+
+
+# -------------------------------------------------------- temp-file sweep
+
+
+def test_the_sweep_keeps_a_temp_whose_writer_holds_its_request_lock_and_removes_a_dead_one(loaded_module):
+    m = loaded_module
+    run(m)
+    live, dead = new_uuid(), new_uuid()
+    live_temp = m.store_root / "jids" / f".{new_jid()}.json.{live}.0123456789abcdef.tmp"
+    dead_temp = m.store_root / "requests" / f".{dead}.json.{dead}.fedcba9876543210.tmp"
+    for path in (live_temp, dead_temp):
+        path.write_text("partial")
+    fd = os.open(m.store_root / "locks" / f"{live}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        run(m)
+    finally:
+        os.close(fd)
+    assert live_temp.exists() and not dead_temp.exists()
+
+
+def test_a_temp_file_names_the_request_whose_lock_its_writer_holds(loaded_module, monkeypatch):
+    m = loaded_module
+    names = []
+    real_open = os.open
+
+    def recording_open(path, flags, *args, **kwargs):
+        if isinstance(path, str) and path.endswith(".tmp"):
+            names.append(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    request_id = new_uuid()
+    run(m, request_id)
+    monkeypatch.undo()
+    assert len(names) == 3
+    assert all(m._TEMP_RE.fullmatch(name).group(1) == request_id for name in names)
+
+
+# ---------------------------------------------------- the module as Salt sees it
+
+
+def test_virtual_refuses_off_linux_with_a_reason(loaded_module, monkeypatch):
+    m = loaded_module
+    monkeypatch.setattr(m.sys, "platform", "darwin")
+    loaded, reason = m.__virtual__()
+    assert loaded is False and "Linux" in reason
+
+
+def test_virtual_refuses_a_salt_outside_the_3006_line(loaded_module, monkeypatch):
+    import salt.version
+
+    m = loaded_module
+    monkeypatch.setattr(salt.version, "__version__", "3007.1")
+    assert m.__virtual__()[0] is False
+    monkeypatch.setattr(salt.version, "__version__", "3006.9")
+    assert m.__virtual__() == "oduflow_job"
+
+
+def test_every_error_code_the_module_can_answer_is_a_protocol_error_code(loaded_module):
+    """The module's codes must all be in @oduflow/protocol's PROTOCOL_ERROR_CODES (h2 holds the TS side to this)."""
+    import re as regex
+
+    from conftest import MODULE_PATH
+
+    errors_ts = (MODULE_PATH.parents[3] / "protocol" / "src" / "errors.ts").read_text()
+    listed = regex.search(r"PROTOCOL_ERROR_CODES = \[(.*?)\] as const", errors_ts, regex.S).group(1)
+    protocol_codes = set(regex.findall(r"'([a-z_]+)'", listed)) | {
+        "not_ready",
+        "parallel_refused",
+        "inconsistent_evidence",
+    }
+    source = MODULE_PATH.read_text()
+    raised = set(regex.findall(r'ProtocolError\(\s*"([a-z_]+)"', source))
+    raised |= {"unsafe_store", "malformed_store", "internal_error"}  # via _unsafe, _malformed and _answer
+    raised |= set(loaded_module.REFUSAL_REASONS)  # a refusal without a record is an error with its reason
+    assert raised <= protocol_codes, sorted(raised - protocol_codes)

@@ -6,6 +6,7 @@ released in between, must not answer ``unknown``. The module imported by
 path; real forked workers and pollers, real flocks.
 """
 
+import contextlib
 import fcntl
 import os
 import re
@@ -15,11 +16,12 @@ from conftest import collect, fork_and_run, new_jid, new_uuid, wait_for
 
 
 def run(m, request_id, jid):
-    return m.run(request_id, "configure", "", __pub_jid=jid)
+    return m.run(request_id, "configure", "", **m.publication("oduflow_job.run", [request_id, "configure", ""], jid))
 
 
 def status(m, request_id, jid):
-    return m.status(request_id, jid, "configure", "")
+    args = [request_id, jid, "configure", ""]
+    return m.status(*args, **m.publication("oduflow_job.status", args, new_jid()))
 
 
 def record_status(m, request_id):
@@ -102,10 +104,8 @@ def test_the_evidence_is_re_read_while_status_holds_the_request_lock(loaded_modu
             raise Died(name)
 
     m._crash_point = die_after_the_claim
-    try:
+    with contextlib.suppress(Died):
         run(m, request_id, jid)
-    except Died:
-        pass
     original = m._read_evidence
     calls = []
 
@@ -156,11 +156,14 @@ def test_polls_racing_many_completing_workers_never_answer_unknown(loaded_module
     for round_number in range(ROUNDS):
         request_id, jid = new_uuid(), new_jid()
         go_read, go_write = os.pipe()
-        m.fake_sls.effect = lambda: os.read(go_read, 1)
-        worker = fork_and_run(lambda: run(m, request_id, jid))
+        m.fake_sls.effect = lambda go_read=go_read: os.read(go_read, 1)
+        worker = fork_and_run(lambda request_id=request_id, jid=jid: run(m, request_id, jid))
         os.close(go_read)
-        wait_for(lambda: record_status(m, request_id) == "running", what="the worker's claim")
-        pollers = [fork_and_run(lambda: _poll_until_terminal(m, request_id, jid)) for _ in range(POLLERS)]
+        wait_for(lambda request_id=request_id: record_status(m, request_id) == "running", what="the worker's claim")
+        pollers = [
+            fork_and_run(lambda request_id=request_id, jid=jid: _poll_until_terminal(m, request_id, jid))
+            for _ in range(POLLERS)
+        ]
         # Let the pollers spin on the running claim, then let the worker commit under them.
         time.sleep(0.001 * (round_number % 4))
         os.write(go_write, b"x")

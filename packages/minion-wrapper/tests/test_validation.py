@@ -41,7 +41,7 @@ def receipt(**changes):
 def test_the_module_version_is_readable_by_the_documented_regex():
     text = MODULE_PATH.read_text()
     found = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
-    assert found and found.group(1) == m.__version__ == "1.0.0"
+    assert found and found.group(1) == m.__version__ == "1.1.0"
 
 
 def test_the_module_imports_no_salt_at_import_time():
@@ -105,7 +105,7 @@ def test_twenty_ascii_digits_are_a_valid_jid():
         JID[:-1],
         JID + "0",
         JID + "\n",
-        "٠" * 20,
+        "٠" * 20,  # noqa: RUF001 - Arabic-Indic digits are the point
         "2026112908230024526a",
         JID + "_1234",
         int(JID),
@@ -366,7 +366,11 @@ def test_run_never_refuses_high_data_that_the_digest_accepted():
         try:
             digest = m._state_digest(text)
         except m.ProtocolError as refusal:
-            assert refusal.code == "invalid_high_data"
+            code = refusal.code
+        else:
+            code = None
+        if code is not None:
+            assert code == "invalid_high_data"
             refused += 1
             continue
         accepted += 1

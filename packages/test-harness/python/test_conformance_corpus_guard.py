@@ -28,8 +28,19 @@ def test_the_conformance_runner_fails_without_a_corpus(tmp_path, corpus):
     if corpus == "schema-only":
         (harness / "fixtures" / "fixture.schema.json").write_text("{}")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         "-o", "empty_parameter_set_mark=skip", str(harness / "python" / RUNNER.name)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-o",
+            "empty_parameter_set_mark=skip",
+            str(harness / "python" / RUNNER.name),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -57,7 +57,14 @@ describe('a local Salt topology', () => {
     expect(topo.moduleSha256).toBe(moduleSha256());
     expect(verifyInstalledModule(topo.extmodsDir(id))).toMatchObject({ ok: true, mode: '0644' });
     const [answer] = await topo.saltApi({ client: 'local', tgt: [id], tgt_type: 'list', fun: 'oduflow_job.capabilities', timeout: 20 });
-    expect((answer as Record<string, unknown>)[id]).toEqual({ protocol: 1, module_version: moduleVersion(), salt_version: '3006.27' });
+    expect((answer as Record<string, unknown>)[id]).toEqual({
+      protocol: 1,
+      module_version: moduleVersion(),
+      salt_version: '3006.27',
+      module_sha256: moduleSha256(),
+      ready: true,
+      reasons: [],
+    });
   });
 
   it('runs the minion with the cloud-init options: no unchecked module sync, no clean-up of the module', async () => {

@@ -1,31 +1,44 @@
 """
 oduflow_job: managed state applies with durable, JID-bound minion receipts.
 
-Protocol 1 (docs/wire-contract.md, docs/protocol-rules.md). The master
-publishes ``oduflow_job.run(request_id, profile, state_data_json)`` once under
-a JID it chose and persisted; this module claims the publication on disk,
-runs the state, and commits a reduced receipt before control returns to Salt,
-so the outcome survives a return that Salt loses on its way to the master.
-``oduflow_job.status`` reads that evidence back.
+Protocol 1, module 1.1.0 (docs/wire-contract.md, docs/protocol-rules.md). The
+master publishes ``oduflow_job.run(request_id, profile, state_data_json)`` once
+under a JID it chose and persisted; this module claims the publication on
+disk, runs the state, and commits a reduced receipt before control returns to
+Salt, so the outcome survives a return that Salt loses on its way to the
+master. ``oduflow_job.status`` reads that evidence back.
 
 Salt-callable functions:
 
-- ``capabilities()``: ``{"protocol": 1, "module_version", "salt_version"}``.
-- ``run(request_id, profile, state_data_json)``: the terminal receipt.
-- ``status(request_id, jid, profile, state_digest="")``: a status answer.
+- ``capabilities()``: ``{"protocol", "module_version", "salt_version",
+  "module_sha256", "ready", "reasons"}``; ``ready`` is true exactly when no
+  readiness check failed (``READINESS_REASONS``).
+- ``run(request_id, profile, state_data_json)``: the terminal receipt, or a
+  ``refused`` answer (retcode 1) backed by a refusal record: proof that this
+  publication never ran and never will.
+- ``status(request_id, jid, profile, state_digest)``: a status answer.
 
-Refusals come back as ``{"protocol": 1, "error": <code>, "message": <text>}``
+Both ``run`` and ``status`` accept exactly the keys a plain ``local`` /
+``local_async`` publication of them carries (``PUBLICATION_KEYS``), with the
+values that mean "no option"; anything else (executors, returners, metadata,
+caller keywords) is ``forbidden_option``, and a call that is not a master
+publication at all (``salt-call``) is refused without touching the store.
+
+Errors come back as ``{"protocol": 1, "error": <code>, "message": <text>}``
 with retcode 1; no message ever repeats what the caller sent.
 
 The file depends on the Python standard library and, inside functions only,
 on the Salt runtime that loads it, so the validation helpers can be imported
-and tested anywhere.
+and tested anywhere. ``__virtual__`` keeps it off anything but Linux with a
+Salt of the 3006 line; a 3006 release other than the pinned one still loads,
+so that ``capabilities`` can report it as not ready.
 """
 
 import contextlib
 import errno
-import fcntl
 import hashlib
+import importlib
+import inspect
 import io
 import json
 import logging
@@ -33,13 +46,22 @@ import os
 import re
 import secrets
 import stat
+import sys
+import time
 
-__version__ = "1.0.0"
+try:
+    import fcntl
+except ImportError:  # not Linux: __virtual__ keeps the module unloaded
+    fcntl = None
+
+__version__ = "1.1.0"
+__virtualname__ = "oduflow_job"
 
 log = logging.getLogger(__name__)
 
 PROTOCOL = 1
 PINNED_SALT_VERSION = "3006.27"
+SALT_LINE = "3006"
 DEFAULT_RECEIPT_DIR = "/var/lib/oduflow/job-receipts"
 RECEIPT_DIR_OPTION = "oduflow_receipt_dir"
 
@@ -53,10 +75,47 @@ CUSTOM_PROFILE = "custom"
 PROFILES = (*PROFILE_ROLES, CUSTOM_PROFILE)
 
 TERMINAL_STATUSES = ("succeeded", "failed", "unknown")
-ANSWER_STATUSES = ("not_started", "running", *TERMINAL_STATUSES)
+REFUSED = "refused"
+ANSWER_STATUSES = ("not_started", "running", *TERMINAL_STATUSES, REFUSED)
+# What a request record on disk may say: a claim, a receipt or a refusal.
+RECORD_STATUSES = ("running", *TERMINAL_STATUSES, REFUSED)
+# A record that settles the publication for good: a receipt or a refusal.
+FINAL_STATUSES = (*TERMINAL_STATUSES, REFUSED)
 BINDING_FIELDS = ("minion_id", "request_id", "jid", "profile", "state_digest")
 ANSWER_FIELDS = frozenset(("protocol", *BINDING_FIELDS, "status", "passed", "total"))
+REFUSED_FIELDS = ANSWER_FIELDS | {"reason"}
 JID_INDEX_FIELDS = frozenset(("protocol", *BINDING_FIELDS))
+
+# Why run refuses a valid publication for good (each is also an error code).
+REFUSAL_REASONS = ("execution_busy", "not_ready", "unsupported_runtime", "forbidden_option", "parallel_refused")
+
+# Readiness checks, in the closed order capabilities reports failures in
+# (docs/wire-contract.md "Capabilities"; gpg_cache was appended by module 1.1.0).
+READINESS_REASONS = (
+    "salt_version",
+    "multiprocessing",
+    "cache_jobs",
+    "pillar_cache",
+    "sudo_user",
+    "module_executors",
+    "salt_internals",
+    "store_unsafe",
+    "gpg_cache",
+)
+# Failures that leave the raw-result shims unsafe: run refuses them as
+# unsupported_runtime; every other readiness failure is not_ready.
+RUNTIME_REASONS = frozenset(("salt_version", "multiprocessing", "salt_internals"))
+CAPABILITIES_FIELDS = frozenset(("protocol", "module_version", "salt_version", "module_sha256", "ready", "reasons"))
+
+# The keys Salt injects into a function called for a plain local/local_async
+# publication: salt/master.py ClearFuncs._prep_pub builds the load (fun, arg,
+# tgt, jid, ret, tgt_type, user), salt/minion.py load_args_and_kwargs copies
+# each key as __pub_<key> (docs/protocol-rules.md "Publication keys").
+PUBLICATION_KEYS = frozenset(
+    ("__pub_fun", "__pub_arg", "__pub_tgt", "__pub_tgt_type", "__pub_jid", "__pub_ret", "__pub_user")
+)
+# The one target form the master publishes with: exactly this minion's id.
+PUBLICATION_TGT_TYPE = "list"
 
 MAX_SAFE_INTEGER = 2**53 - 1
 # Canonical JSON nests at most this deep (the top-level container is depth 1).
@@ -68,6 +127,11 @@ MAX_STORE_FILE_BYTES = 4096
 # A record is replaced at most twice (claim, receipt); a read that keeps losing
 # the race with a rename is not reading a store this module writes.
 _READ_ATTEMPTS = 5
+# A refusal takes the request lock without waiting on a living worker of the
+# same request; it only outlasts a status probe or a temp-file sweep, which
+# hold the lock (shared) for a few reads.
+_REFUSAL_LOCK_ATTEMPTS = 200
+_REFUSAL_LOCK_PAUSE = 0.01
 
 # Every state call is synchronous, in this process, never queued, never
 # beside another state run, never in test mode, never publishing per-state
@@ -84,12 +148,25 @@ _UUID_RE = re.compile(_UUID)
 _MINION_ID_RE = re.compile("client-" + _UUID)
 _JID_RE = re.compile("[0-9]{20}")
 _SHA256_RE = re.compile("[0-9a-f]{64}")
-_TEMP_RE = re.compile(r"\.[^/]+\.[0-9a-f]{16}\.tmp")
+# semver.org 2.0.0's recommended pattern, ASCII classes only (packages/protocol SEMVER_PATTERN).
+_SEMVER_RE = re.compile(
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
+)
+# A temp file names its target and the request whose lock its writer holds.
+_TEMP_RE = re.compile(r"\.[^/]+\.(" + _UUID + r")\.[0-9a-f]{16}\.tmp")
+# Module 1.0.0 temp files: written only under the execution lock.
+_LEGACY_TEMP_RE = re.compile(r"\.[^/]+\.[0-9a-f]{16}\.tmp")
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK
+_LOCK_FLAGS = os.O_RDWR | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
 
 
 class ProtocolError(Exception):
@@ -99,6 +176,31 @@ class ProtocolError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def _file_sha256(path):
+    with open(path, "rb") as module_file:
+        return hashlib.sha256(module_file.read()).hexdigest()
+
+
+# The digest of the bytes this process loaded, taken when it loaded them.
+try:
+    _MODULE_SHA256 = _file_sha256(__file__)
+except (NameError, OSError):  # pragma: no cover - a loader without a file
+    _MODULE_SHA256 = None
+
+
+def __virtual__():
+    """Load on Linux under a Salt of the 3006 line; otherwise say why not."""
+    if not sys.platform.startswith("linux") or fcntl is None:
+        return (False, "oduflow_job runs only on Linux (it needs flock and no-follow directory opens)")
+    try:
+        import salt.version
+    except ImportError:
+        return (False, "oduflow_job needs the Salt runtime that loads it")
+    if salt.version.__version__.split(".")[0] != SALT_LINE:
+        return (False, f"oduflow_job supports the Salt {SALT_LINE} line (verified on {PINNED_SALT_VERSION})")
+    return __virtualname__
 
 
 # ---------------------------------------------------------------------------
@@ -128,17 +230,13 @@ def _validate_minion_id(value):
 def _validate_jid(value):
     """Return ``value`` if it is a string of exactly 20 ASCII digits."""
     if not _matches(_JID_RE, value):
-        raise ProtocolError(
-            "invalid_jid", "JID must be a string of exactly 20 ASCII digits"
-        )
+        raise ProtocolError("invalid_jid", "JID must be a string of exactly 20 ASCII digits")
     return value
 
 
 def _validate_profile(value):
     if type(value) is not str or value not in PROFILES:
-        raise ProtocolError(
-            "invalid_profile", "profile must be one of: " + ", ".join(PROFILES)
-        )
+        raise ProtocolError("invalid_profile", "profile must be one of: " + ", ".join(PROFILES))
     return value
 
 
@@ -167,9 +265,7 @@ def _canonical_json(value):
     try:
         _emit_canonical(value, parts, 0)
     except RecursionError:
-        raise ProtocolError(
-            "unsupported_json_value", "value is nested too deeply to serialize"
-        ) from None
+        raise ProtocolError("unsupported_json_value", "value is nested too deeply to serialize") from None
     return "".join(parts)
 
 
@@ -178,9 +274,7 @@ def _emit_canonical(value, parts, depth):
     if kind in (list, dict):
         depth += 1
         if depth > MAX_JSON_DEPTH:
-            raise ProtocolError(
-                "unsupported_json_value", f"value nests deeper than {MAX_JSON_DEPTH} levels"
-            )
+            raise ProtocolError("unsupported_json_value", f"value nests deeper than {MAX_JSON_DEPTH} levels")
     if value is None:
         parts.append("null")
     elif kind is bool:
@@ -238,9 +332,7 @@ def _parse_canonical_json(text):
         raise ProtocolError("non_canonical_json", "canonical JSON text must be a string")
     if _text_nesting_depth(text) > MAX_JSON_DEPTH:
         # Scanned on the text, so no parser's recursion limit decides anything.
-        raise ProtocolError(
-            "non_canonical_json", f"text nests deeper than {MAX_JSON_DEPTH} levels"
-        )
+        raise ProtocolError("non_canonical_json", f"text nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
@@ -248,9 +340,7 @@ def _parse_canonical_json(text):
     try:
         canonical = _canonical_json(value)
     except ProtocolError:
-        raise ProtocolError(
-            "non_canonical_json", "text holds a value outside the canonical JSON domain"
-        ) from None
+        raise ProtocolError("non_canonical_json", "text holds a value outside the canonical JSON domain") from None
     if canonical != text:
         raise ProtocolError(
             "non_canonical_json",
@@ -279,9 +369,7 @@ def _parse_high_data(text):
             f"high data exceeds {MAX_HIGH_DATA_BYTES} bytes of canonical JSON",
         )
     if _text_nesting_depth(text) > MAX_HIGH_DATA_DEPTH:
-        raise ProtocolError(
-            "high_data_too_deep", f"high data nests deeper than {MAX_HIGH_DATA_DEPTH} levels"
-        )
+        raise ProtocolError("high_data_too_deep", f"high data nests deeper than {MAX_HIGH_DATA_DEPTH} levels")
     value = _parse_canonical_json(text)
     _reject_forbidden_keys(value)
     _check_high_data_shape(value)
@@ -328,9 +416,7 @@ def _reject_forbidden_keys(value):
 
 def _check_high_data_shape(value):
     if type(value) is not dict or not value:
-        raise ProtocolError(
-            "invalid_high_data", "high data must be a non-empty object of state ids"
-        )
+        raise ProtocolError("invalid_high_data", "high data must be a non-empty object of state ids")
     for body in value.values():
         if type(body) is not dict or not body:
             raise ProtocolError("invalid_high_data", "each state must be a non-empty object")
@@ -354,9 +440,7 @@ def _state_module(key):
 
 
 def _duplicate_state_module():
-    return ProtocolError(
-        "invalid_high_data", "a state declares the same state module twice"
-    )
+    return ProtocolError("invalid_high_data", "a state declares the same state module twice")
 
 
 def _check_state_data(profile, state_data_json):
@@ -391,7 +475,7 @@ def _state_high_data(value):
 
 
 # ---------------------------------------------------------------------------
-# Reduction, receipts and status answers
+# Reduction, receipts, status answers and capabilities
 
 
 def _reduce_state_result(ret):
@@ -426,23 +510,25 @@ def _validate_receipt(receipt, binding=None):
 def _validate_status_answer(answer, binding):
     """Return ``answer`` if it is a valid status answer bound as ``binding`` says."""
     if not _answer_is_valid(answer, ANSWER_STATUSES):
-        raise ProtocolError(
-            "invalid_status_answer", "status answer does not match the protocol 1 schema"
-        )
+        raise ProtocolError("invalid_status_answer", "status answer does not match the protocol 1 schema")
     _check_binding(answer, binding, "status answer")
     return answer
 
 
 def _answer_is_valid(value, statuses):
+    """The nine receipt keys; a ``refused`` answer has ``reason`` as a tenth and only then."""
+    if type(value) is not dict:
+        return False
+    refused = value.get("status") == REFUSED
     return (
-        type(value) is dict
-        and value.keys() == ANSWER_FIELDS
+        value.keys() == (REFUSED_FIELDS if refused else ANSWER_FIELDS)
         and _binding_fields_are_valid(value)
         and type(value["status"]) is str
         and value["status"] in statuses
         and _is_count(value["passed"])
         and _is_count(value["total"])
         and _counts_fit(value["status"], value["passed"], value["total"])
+        and (not refused or (type(value["reason"]) is str and value["reason"] in REFUSAL_REASONS))
     )
 
 
@@ -485,6 +571,35 @@ def _check_binding(value, binding, subject):
                 "binding_conflict",
                 f"{subject} is bound to a different {field} than this request",
             )
+
+
+def _validate_capabilities(value):
+    """Return ``value`` if it is a capabilities answer of module 1.1.0's shape, else ``invalid_capabilities``."""
+    if not (
+        type(value) is dict
+        and value.keys() == CAPABILITIES_FIELDS
+        and type(value["protocol"]) is int
+        and value["protocol"] == PROTOCOL
+        and _matches(_SEMVER_RE, value["module_version"])
+        and type(value["salt_version"]) is str
+        and _matches(_SHA256_RE, value["module_sha256"])
+        and type(value["ready"]) is bool
+        and _reasons_are_valid(value["reasons"])
+        and value["ready"] == (not value["reasons"])
+    ):
+        raise ProtocolError(
+            "invalid_capabilities",
+            "capabilities answer does not match the protocol 1 schema (module 1.1.0)",
+        )
+    return value
+
+
+def _reasons_are_valid(reasons):
+    """A list of readiness reasons, each known, none twice, in the closed order."""
+    if type(reasons) is not list or not all(type(r) is str and r in READINESS_REASONS for r in reasons):
+        return False
+    positions = [READINESS_REASONS.index(r) for r in reasons]
+    return positions == sorted(set(positions))
 
 
 # ---------------------------------------------------------------------------
@@ -583,11 +698,15 @@ class _Store:
         except (UnicodeDecodeError, ProtocolError):
             raise _malformed("a receipt store file is not canonical JSON") from None
 
-    def write(self, subdir, name, value):
-        """Atomically replace ``subdir/name``: exclusive temp, fsync, rename, fsync(dir)."""
+    def write(self, subdir, name, value, owner):
+        """Atomically replace ``subdir/name``: exclusive temp, fsync, rename, fsync(dir).
+
+        ``owner`` is the request whose lock the caller holds; the temp file
+        carries it, so a sweep can tell a live writer's temp from a dead one's.
+        """
         dir_fd = self._fds[subdir]
         data = _canonical_json(value).encode("utf-8")
-        temp = f".{name}.{secrets.token_hex(8)}.tmp"
+        temp = f".{name}.{owner}.{secrets.token_hex(8)}.tmp"
         fd = os.open(temp, _NEW_FILE_FLAGS, 0o600, dir_fd=dir_fd)
         try:
             os.fchmod(fd, 0o600)
@@ -603,14 +722,31 @@ class _Store:
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         os.fsync(dir_fd)
 
-    def remove_stale_temps(self):
-        """Delete temp files left by a killed writer; call only under the execution lock."""
+    def remove_stale_temps(self, own_request_id):
+        """Delete temp files whose writer died; call under the execution lock and ``own_request_id``'s lock.
+
+        Every writer holds its request's lock while its temp file exists
+        (refusals are written without the execution lock), so a temp is stale
+        exactly when no process holds that lock; the probe holds it shared
+        while the temp is removed. The caller's own request lock is held by
+        the caller itself. Temps of module 1.0.0 name no request; its writers
+        always held the execution lock, which the caller holds now.
+        """
         for subdir in ("jids", "requests"):
             dir_fd = self._fds[subdir]
+            removed = False
             for name in os.listdir(dir_fd):
-                if _TEMP_RE.fullmatch(name):
+                owned = _TEMP_RE.fullmatch(name)
+                if owned is not None and owned.group(1) != own_request_id:
+                    with self.probe_lock(owned.group(1) + ".lock") as busy:
+                        if not busy:
+                            os.unlink(name, dir_fd=dir_fd)
+                            removed = True
+                elif owned is not None or _LEGACY_TEMP_RE.fullmatch(name):
                     os.unlink(name, dir_fd=dir_fd)
-            os.fsync(dir_fd)
+                    removed = True
+            if removed:
+                os.fsync(dir_fd)
 
     def lock(self, name, blocking):
         """Create (if needed) and flock ``locks/name`` exclusively; return its fd.
@@ -624,6 +760,22 @@ class _Store:
             os.close(fd)
             raise
         return fd
+
+    def lock_without_waiting_on_a_worker(self, name):
+        """Take ``locks/name`` exclusively, retrying only past short shared holders.
+
+        A worker of the same request holds the lock for its whole apply; a
+        status probe or a temp sweep holds it shared for a few reads. Raises
+        BlockingIOError when the lock stays taken (a worker is alive).
+        """
+        for attempt in range(_REFUSAL_LOCK_ATTEMPTS):
+            if attempt:
+                time.sleep(_REFUSAL_LOCK_PAUSE)
+            try:
+                return self.lock(name, blocking=False)
+            except BlockingIOError:
+                continue
+        raise BlockingIOError(errno.EWOULDBLOCK, "the request lock is held")
 
     @contextlib.contextmanager
     def probe_lock(self, name):
@@ -699,9 +851,7 @@ def _open_dir(parent, name, create, private):
         if private:
             if info.st_uid != os.geteuid() or stat.S_IMODE(info.st_mode) != 0o700:
                 raise _unsafe("a receipt store directory has the wrong owner or mode")
-        elif info.st_uid not in (0, os.geteuid()) or (
-            info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
-        ):
+        elif info.st_uid not in (0, os.geteuid()) or (info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX):
             raise _unsafe("a directory above the receipt store is writable by another user")
     except BaseException:
         os.close(fd)
@@ -746,96 +896,240 @@ def _open_lock_file(dir_fd, name):
 
 
 def _read_evidence(store, binding):
-    """The JID index and request record for ``binding``, each checked; (index, record)."""
+    """The JID index and request record for ``binding``, each checked; (index, record).
+
+    The index is always written before the record (claim and refusal alike),
+    so a record whose index is missing or bound differently is inconsistent
+    evidence: an error, never an answer.
+    """
     index = store.read("jids", binding["jid"] + ".json")
-    if index is not None:
-        if not _jid_index_is_valid(index) or index["jid"] != binding["jid"]:
-            raise _malformed("a JID index in the receipt store is malformed")
-        _check_binding(index, binding, "the JID index")
+    if index is not None and (not _jid_index_is_valid(index) or index["jid"] != binding["jid"]):
+        raise _malformed("a JID index in the receipt store is malformed")
     record = store.read("requests", binding["request_id"] + ".json")
-    if record is not None:
-        if (
-            not _answer_is_valid(record, ANSWER_STATUSES[1:])
-            or record["request_id"] != binding["request_id"]
-        ):
-            raise _malformed("a request record in the receipt store is malformed")
-        _check_binding(record, binding, "the request record")
+    if record is None:
+        if index is not None:
+            _check_binding(index, binding, "the JID index")
+        return index, None
+    if not _answer_is_valid(record, RECORD_STATUSES) or record["request_id"] != binding["request_id"]:
+        raise _malformed("a request record in the receipt store is malformed")
+    _check_binding(record, binding, "the request record")
+    if index is None or any(index[field] != record[field] for field in BINDING_FIELDS):
+        raise ProtocolError(
+            "inconsistent_evidence",
+            "a request record in the receipt store has no JID index bound the same way",
+        )
     return index, record
 
 
 def _jid_index_is_valid(value):
-    return (
-        type(value) is dict
-        and value.keys() == JID_INDEX_FIELDS
-        and _binding_fields_are_valid(value)
-    )
+    return type(value) is dict and value.keys() == JID_INDEX_FIELDS and _binding_fields_are_valid(value)
+
+
+# ---------------------------------------------------------------------------
+# Readiness
+
+
+def _readiness_reasons(include_store):
+    """The readiness checks that fail on this minion, in READINESS_REASONS order."""
+    import salt.version
+
+    opts = __opts__
+    failed = {
+        "salt_version": salt.version.__version__ != PINNED_SALT_VERSION,
+        # Salt's own defaults for an absent option (salt/config/__init__.py DEFAULT_MINION_OPTS).
+        "multiprocessing": opts.get("multiprocessing", True) is not True,
+        "cache_jobs": opts.get("cache_jobs", False) is not False,
+        "pillar_cache": any(opts.get(name, False) is not False for name in ("minion_pillar_cache", "pillar_cache")),
+        "sudo_user": bool(opts.get("sudo_user", "")),
+        "module_executors": opts.get("module_executors", ["direct_call"]) != ["direct_call"],
+        "salt_internals": _shim_targets() is None,
+        "store_unsafe": include_store and not _store_is_safe(),
+        "gpg_cache": opts.get("gpg_cache", False) is not False,
+    }
+    return [reason for reason in READINESS_REASONS if failed[reason]]
+
+
+def _runtime_refusal():
+    """Why ``run`` must refuse on this runtime (store safety aside), or None."""
+    reasons = _readiness_reasons(include_store=False)
+    if RUNTIME_REASONS.intersection(reasons):
+        return "unsupported_runtime"
+    return "not_ready" if reasons else None
+
+
+def _store_is_safe():
+    """The store root opens safely (an absent store is created safely at the first run)."""
+    try:
+        store = _Store.open(_store_root(), create=False)
+    except ProtocolError:
+        return False
+    if store is not None:
+        store.close()
+    return True
 
 
 # ---------------------------------------------------------------------------
 # Raw-result suppression inside the isolated job worker
 
 
-def _check_runtime():
-    import salt.version
+class _StopApply(BaseException):
+    """Stops Salt's state run before its first chunk; never leaves this module.
 
-    if salt.version.__version__ != PINNED_SALT_VERSION or __opts__.get("multiprocessing") is not True:
-        raise ProtocolError(
-            "unsupported_runtime",
-            f"managed applies need Salt {PINNED_SALT_VERSION} with multiprocessing enabled",
-        )
+    A BaseException, so no ``except Exception`` on Salt's way up swallows it.
+    """
+
+
+class _ManagedApply:
+    """One managed apply: its store and binding, and the gate its compiled chunks pass."""
+
+    def __init__(self, store, binding, cachedir):
+        self.store = store
+        self.binding = binding
+        self.cache_root = os.path.abspath(cachedir)
+        self.claimed = False
+        self.refusal = None
+        self.failure = None
+        self._gated = False
+
+    def gate(self, chunks):
+        """Claim, or refuse a parallel state, once the role is compiled and before any state runs.
+
+        Salt calls ``State.call_chunks`` with every compiled low chunk of the
+        run (extends, requisites and excludes applied) before it executes the
+        first one, so the role is rendered once and inspected exactly as it
+        would run. A refusal is written before any claim, never beside one.
+        """
+        if self._gated:
+            return  # a state run nested inside a state: the apply is already claimed
+        self._gated = True
+        try:
+            if any(isinstance(low, dict) and low.get("parallel") for low in chunks):
+                self.refusal = _commit_refusal(self.store, self.binding, "parallel_refused")
+            else:
+                self.claim()
+                return
+        except BaseException as exc:  # noqa: BLE001 - re-raised by _apply once Salt's run has unwound
+            self.failure = exc
+        raise _StopApply()
+
+    def claim(self):
+        """The JID index then the ``running`` record: two atomic writes, crash points between."""
+        binding = self.binding
+        _crash_point("M1")
+        self.store.write("jids", binding["jid"] + ".json", {"protocol": PROTOCOL, **binding}, binding["request_id"])
+        _crash_point("M2")
+        running = {"protocol": PROTOCOL, **binding, "status": "running", "passed": 0, "total": 0}
+        self.store.write("requests", binding["request_id"] + ".json", running, binding["request_id"])
+        _crash_point("M3")
+        self.claimed = True
+
+
+def _guarded_fopen(original, apply):
+    """``sls.p`` / ``*.cache.p`` writes go to throwaway streams; reads of them are refused."""
+
+    def guarded_fopen(*args, **kwargs):
+        path = args[0] if args else None
+        if isinstance(path, str) and _is_state_cache_path(path, apply.cache_root):
+            mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+            if "w" in mode:
+                return io.BytesIO() if "b" in mode else io.StringIO()
+            raise PermissionError(errno.EACCES, "state cache reads are refused during a managed apply")
+        return original(*args, **kwargs)
+
+    return guarded_fopen
+
+
+def _silent_event(original, apply):
+    """Per-state ``fire_event`` publishes raw returns whatever ``state_events`` says."""
+
+    def silent_event(self, chunk_ret, length, fire_event=False):
+        return None
+
+    return silent_event
+
+
+def _refused_call_parallel(original, apply):
+    """Second line behind the gate: parallel results are written below ``<cachedir>/<jid>/``."""
+
+    def refused_call_parallel(self, cdata, low, inject_globals):
+        raise RuntimeError("parallel states are refused during a managed apply")
+
+    return refused_call_parallel
+
+
+def _gated_call_chunks(original, apply):
+    """The compiled chunks pass ``apply.gate`` before the first of them runs."""
+
+    def gated_call_chunks(self, chunks):
+        apply.gate(chunks)
+        return original(self, chunks)
+
+    return gated_call_chunks
+
+
+# Every Salt internal a managed apply patches, with the signature it was
+# verified against on 3006.27 (``str(inspect.signature(...))``): a differing
+# one makes capabilities report salt_internals and run refuse with
+# unsupported_runtime before anything is patched.
+# (module, class or None, attribute, verified signature, replacement factory)
+_SALT_SHIMS = (
+    ("salt.utils.files", None, "fopen", "(*args, **kwargs)", _guarded_fopen),
+    ("salt.state", "State", "event", "(self, chunk_ret, length, fire_event=False)", _silent_event),
+    ("salt.state", "State", "call_parallel", "(self, cdata, low, inject_globals)", _refused_call_parallel),
+    ("salt.state", "State", "call_chunks", "(self, chunks)", _gated_call_chunks),
+)
+
+
+def _shim_targets():
+    """(holder, attribute, original, factory) for every shim, or None when any differs from what was verified."""
+    targets = []
+    for module_name, class_name, name, signature, factory in _SALT_SHIMS:
+        try:
+            holder = importlib.import_module(module_name)
+            if class_name is not None:
+                holder = getattr(holder, class_name)
+            original = getattr(holder, name)
+            found = str(inspect.signature(original))
+        except (ImportError, AttributeError, TypeError, ValueError):
+            return None
+        if found != signature:
+            return None
+        targets.append((holder, name, original, factory))
+    return targets
 
 
 @contextlib.contextmanager
-def _suppressed_raw_results(cachedir):
+def _shims_installed(apply):
     """Keep raw state returns inside this worker while the state runs.
 
     ``state.sls`` writes the full return to ``<cachedir>/sls.p`` and the
     compiled high data to ``<cachedir>/<name>.cache.p`` whatever the cache
     options; those writes go to disposable in-memory streams and reads of those
-    paths are refused. ``State.event`` is silenced (per-state ``fire_event``
-    ignores ``state_events=False``) and ``State.call_parallel`` is refused
-    (parallel results are written below ``<cachedir>/<jid>/``). Every log
+    paths are refused. ``State.event`` is silenced, ``State.call_parallel`` is
+    refused and ``State.call_chunks`` passes the claim gate first. Every log
     handler blanks records from any logger but this module's own
     (``_suppressed_log_content``): Salt logs failed states' comments, changes
-    and stdout/stderr at ERROR. The patches are
-    process-wide, which is why ``run`` insists on ``multiprocessing: True``:
-    the worker is then a process of its own. Everything is restored on exit.
+    and stdout/stderr at ERROR. The patches are process-wide, which is why
+    ``run`` insists on ``multiprocessing: True``: the worker is then a process
+    of its own. Everything is restored on exit, exactly as it was.
     """
-    import salt.state
-    import salt.utils.files
-
-    cache_root = os.path.abspath(cachedir)
-    original_fopen = salt.utils.files.fopen
-    original_event = salt.state.State.event
-    original_call_parallel = salt.state.State.call_parallel
-
-    def guarded_fopen(*args, **kwargs):
-        path = args[0] if args else None
-        if isinstance(path, str) and _is_state_cache_path(path, cache_root):
-            mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
-            if "w" in mode:
-                return io.BytesIO() if "b" in mode else io.StringIO()
-            raise PermissionError(
-                errno.EACCES, "state cache reads are refused during a managed apply"
-            )
-        return original_fopen(*args, **kwargs)
-
-    def silent_event(self, chunk_ret, length, fire_event=False):
-        return None
-
-    def refused_call_parallel(self, cdata, low, inject_globals):
-        raise RuntimeError("parallel states are refused during a managed apply")
-
-    salt.utils.files.fopen = guarded_fopen
-    salt.state.State.event = silent_event
-    salt.state.State.call_parallel = refused_call_parallel
+    targets = _shim_targets()
+    if targets is None:
+        raise ProtocolError("unsupported_runtime", _REFUSAL_MESSAGES["unsupported_runtime"])
+    installed = []
     try:
+        for holder, name, original, factory in targets:
+            own = name in vars(holder)
+            setattr(holder, name, factory(original, apply))
+            installed.append((holder, name, original, own))
         with _suppressed_log_content():
             yield
     finally:
-        salt.utils.files.fopen = original_fopen
-        salt.state.State.event = original_event
-        salt.state.State.call_parallel = original_call_parallel
+        for holder, name, original, own in reversed(installed):
+            if own:
+                setattr(holder, name, original)
+            else:
+                delattr(holder, name)
 
 
 SUPPRESSED_LOG_TEXT = "{name}: {level} record suppressed during a managed apply (oduflow_job)"
@@ -883,9 +1177,7 @@ def _log_handlers():
     handlers = {}
     loggers = [logging.getLogger()]
     loggers += [
-        logger
-        for logger in list(logging.Logger.manager.loggerDict.values())
-        if isinstance(logger, logging.Logger)
+        logger for logger in list(logging.Logger.manager.loggerDict.values()) if isinstance(logger, logging.Logger)
     ]
     for logger in loggers:
         for handler in list(logger.handlers):
@@ -937,13 +1229,23 @@ def _filtering_handle(handle, content_filter):
 def _is_state_cache_path(path, cache_root):
     full = os.path.abspath(path)
     name = os.path.basename(full)
-    return os.path.dirname(full) == cache_root and (
-        name == "sls.p" or name.endswith(".cache.p")
-    )
+    return os.path.dirname(full) == cache_root and (name == "sls.p" or name.endswith(".cache.p"))
 
 
 # ---------------------------------------------------------------------------
 # Salt-callable functions
+
+
+_REFUSAL_MESSAGES = {
+    "execution_busy": "another managed apply is running on this minion",
+    "not_ready": "this minion is not ready for managed applies; oduflow_job.capabilities says why",
+    "unsupported_runtime": (
+        f"managed applies need Salt {PINNED_SALT_VERSION} with multiprocessing enabled "
+        "and the Salt internals this module was verified against"
+    ),
+    "forbidden_option": "oduflow_job takes no caller options, executors, returners or metadata",
+    "parallel_refused": "a state of this role runs in parallel, which a managed apply refuses",
+}
 
 
 def _crash_point(name):
@@ -951,19 +1253,27 @@ def _crash_point(name):
 
     Called at M1 (before the JID index), M2 (index written, request record
     not), M3 (claim committed, state not called), M5 (state returned, receipt
-    not committed) and M6 (receipt committed, not yet returned). M4 is the
-    state run itself. Crash tests replace it in a forked worker to SIGKILL it.
+    not committed) and M6 (receipt committed, not yet returned); and for a
+    refusal at R1 (decided, nothing written: before its JID index) and R2
+    (refusal record committed, not yet returned). M4 is the state run itself;
+    a death between a refusal's two writes leaves an index alone, which
+    ``status`` answers ``unknown`` like M2. Crash tests replace it in a
+    forked worker to SIGKILL it.
     """
 
 
-def _answer(work):
-    """Run ``work``; return its answer (retcode 0) or an error answer (retcode 1)."""
+def _answer(work, refused_retcode=0):
+    """Run ``work``; return its answer (retcode 0), or an error answer (retcode 1).
+
+    A ``refused`` answer gets ``refused_retcode``: 1 from ``run`` (the
+    publication did not apply), 0 from ``status`` (a valid status answer).
+    """
     try:
         answer = work()
     except ProtocolError as exc:
         __context__["retcode"] = 1
         return {"protocol": PROTOCOL, "error": exc.code, "message": exc.message}
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         log.exception("oduflow_job failed unexpectedly")
         __context__["retcode"] = 1
         return {
@@ -972,15 +1282,52 @@ def _answer(work):
             "message": "oduflow_job failed unexpectedly; see the minion log",
         }
     # The inner state call wrote its own retcode into the shared __context__.
-    __context__["retcode"] = 0
+    __context__["retcode"] = refused_retcode if answer.get("status") == REFUSED else 0
     return answer
 
 
-def _refuse_caller_options(kwargs):
-    if any(not key.startswith("__pub_") for key in kwargs):
+def _forbidden_option():
+    return ProtocolError("forbidden_option", _REFUSAL_MESSAGES["forbidden_option"])
+
+
+def _publication_is_plain(kwargs, fun, accepted_args):
+    """True for a plain master publication of ``fun``; False for one that carries any option.
+
+    Raises ``forbidden_option`` for a call that is not a master publication at
+    all (``salt-call``: Salt sets ``__pub_tgt`` to "salt-call", adds
+    ``__pub_pid`` and omits the other keys): its JID is not the master's, so
+    nothing may ever be recorded under it.
+    """
+    if (
+        not kwargs.keys() >= PUBLICATION_KEYS
+        or "__pub_pid" in kwargs
+        or kwargs.get("__pub_tgt") == "salt-call"
+        or __opts__.get("__cli") == "salt-call"
+    ):
         raise ProtocolError(
-            "forbidden_option", "oduflow_job takes no caller options or keyword arguments"
+            "forbidden_option",
+            "oduflow_job runs only as a job the master published (not through salt-call)",
         )
+    user = kwargs["__pub_user"]
+    return (
+        kwargs.keys() == PUBLICATION_KEYS
+        and _is_exactly(kwargs["__pub_fun"], fun)
+        and any(_is_exactly(kwargs["__pub_arg"], args) for args in accepted_args)
+        and _is_exactly(kwargs["__pub_tgt_type"], PUBLICATION_TGT_TYPE)
+        and _is_exactly(kwargs["__pub_tgt"], [__opts__.get("id")])
+        and _is_exactly(kwargs["__pub_ret"], "")
+        and type(user) is str
+        and user != ""
+    )
+
+
+def _is_exactly(value, expected):
+    """Equal and of the same types all the way down (so ``True`` is never ``1``)."""
+    if type(value) is not type(expected):
+        return False
+    if type(expected) is list:
+        return len(value) == len(expected) and all(map(_is_exactly, value, expected))
+    return value == expected
 
 
 def _store_root():
@@ -989,20 +1336,31 @@ def _store_root():
 
 def capabilities():
     """
-    Report the receipt protocol this minion speaks.
+    Report the receipt protocol this minion speaks and whether it can run managed applies.
+
+    ``ready`` is true exactly when ``reasons`` is empty; ``reasons`` lists the
+    failed readiness checks in the order of ``READINESS_REASONS``.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt 'client-*' oduflow_job.capabilities
+        salt -L 'client-<uuid>' oduflow_job.capabilities
     """
+    return _answer(_capabilities)
+
+
+def _capabilities():
     import salt.version
 
+    reasons = _readiness_reasons(include_store=True)
     return {
         "protocol": PROTOCOL,
         "module_version": __version__,
         "salt_version": salt.version.__version__,
+        "module_sha256": _MODULE_SHA256 or _file_sha256(__file__),
+        "ready": not reasons,
+        "reasons": reasons,
     }
 
 
@@ -1010,70 +1368,131 @@ def run(request_id, profile, state_data_json, **kwargs):
     """
     Apply a profile once for a published request and return its reduced receipt.
 
-    The JID is the publication's own (``__pub_jid``); no other keyword argument
-    is accepted. ``state_data_json`` is ``""`` for a fixed role and the
-    canonical JSON text of the high data for ``custom``.
+    The JID is the publication's own (``__pub_jid``). The publication must be
+    the master's plain one: exactly this minion as a ``list`` target, no
+    returner, executor, metadata or caller keyword. A valid publication that
+    is refused (options, not ready, another apply running, a parallel state)
+    answers ``refused`` with its reason and leaves a refusal record, so every
+    later delivery of that JID is refused the same way. ``state_data_json``
+    is ``""`` for a fixed role and the canonical JSON text of the high data
+    for ``custom``.
 
-    CLI Example:
+    CLI Example (the master runner publishes it this way through salt-api):
 
     .. code-block:: bash
 
-        salt 'client-<uuid>' oduflow_job.run <request-uuid> configure ""
+        salt -L 'client-<uuid>' oduflow_job.run <request-uuid> configure ""
     """
-    return _answer(lambda: _run(request_id, profile, state_data_json, kwargs))
+    return _answer(lambda: _run(request_id, profile, state_data_json, kwargs), refused_retcode=1)
 
 
 def _run(request_id, profile, state_data_json, kwargs):
-    _refuse_caller_options(kwargs)
-    _check_runtime()
-    binding = {
-        "minion_id": _validate_minion_id(__opts__.get("id")),
-        "request_id": _validate_request_id(request_id),
-        "jid": _validate_jid(kwargs.get("__pub_jid")),
-        "profile": _validate_profile(profile),
-    }
-    high_data, binding["state_digest"] = _check_state_data(profile, state_data_json)
-    with contextlib.ExitStack() as stack:
-        store = stack.enter_context(_Store.open(_store_root(), create=True))
+    plain = _publication_is_plain(kwargs, "oduflow_job.run", ([request_id, profile, state_data_json],))
+    try:
+        binding, high_data = _run_binding(request_id, profile, state_data_json, kwargs["__pub_jid"])
+    except ProtocolError:
+        if not plain:
+            raise _forbidden_option() from None
+        raise
+    reason = _runtime_refusal() if plain else "forbidden_option"
+    with _Store.open(_store_root(), create=True) as store:
+        if reason is not None:
+            return _refuse(store, binding, reason)
         try:
             execution_lock = store.lock("execution.lock", blocking=False)
         except BlockingIOError:
-            raise ProtocolError(
-                "execution_busy", "another managed apply is running on this minion"
-            ) from None
-        stack.callback(os.close, execution_lock)
-        request_lock = store.lock(binding["request_id"] + ".lock", blocking=True)
-        stack.callback(os.close, request_lock)
-        store.remove_stale_temps()
+            return _refuse(store, binding, "execution_busy")
+        try:
+            return _apply(store, binding, high_data)
+        finally:
+            os.close(execution_lock)
 
+
+def _run_binding(request_id, profile, state_data_json, jid):
+    binding = {
+        "minion_id": _validate_minion_id(__opts__.get("id")),
+        "request_id": _validate_request_id(request_id),
+        "jid": _validate_jid(jid),
+        "profile": _validate_profile(profile),
+    }
+    high_data, binding["state_digest"] = _check_state_data(profile, state_data_json)
+    return binding, high_data
+
+
+def _apply(store, binding, high_data):
+    """Under the execution lock: claim, run the state, commit the receipt (or refuse a parallel role)."""
+    request_id = binding["request_id"]
+    request_lock = store.lock(request_id + ".lock", blocking=True)
+    try:
+        store.remove_stale_temps(request_id)
         index, record = _read_evidence(store, binding)
-        if record is not None and record["status"] in TERMINAL_STATUSES:
-            return record
         if index is not None or record is not None:
-            raise ProtocolError(
-                "already_claimed",
-                "this request was already claimed and is never executed again; "
-                "ask oduflow_job.status for its outcome",
-            )
-
-        _crash_point("M1")
-        store.write("jids", binding["jid"] + ".json", {"protocol": PROTOCOL, **binding})
-        _crash_point("M2")
-        running = {"protocol": PROTOCOL, **binding, "status": "running", "passed": 0, "total": 0}
-        store.write("requests", binding["request_id"] + ".json", running)
-        _crash_point("M3")
-        reduced = _reduce_state_result(_call_state(binding, high_data))
+            return _answer_from_evidence(record)
+        apply = _ManagedApply(store, binding, __opts__["cachedir"])
+        result = _call_state(apply, high_data)
+        if apply.failure is not None:
+            raise apply.failure
+        if apply.refusal is not None:
+            return apply.refusal
+        if not apply.claimed:
+            # The run ended before any chunk existed (render or compile error,
+            # a conflicting state job): no state ran; the claim still precedes
+            # the receipt, which says unknown.
+            apply.claim()
         _crash_point("M5")
-        receipt = {"protocol": PROTOCOL, **binding, **reduced}
-        store.write("requests", binding["request_id"] + ".json", receipt)
+        receipt = {"protocol": PROTOCOL, **binding, **_reduce_state_result(result)}
+        store.write("requests", request_id + ".json", receipt, request_id)
         _crash_point("M6")
         return receipt
+    finally:
+        os.close(request_lock)
 
 
-def _call_state(binding, high_data):
-    """The raw state return, or None when the state function raised."""
+def _answer_from_evidence(record):
+    """What ``run`` answers for a publication that already left evidence."""
+    if record is not None and record["status"] in FINAL_STATUSES:
+        return record
+    raise ProtocolError(
+        "already_claimed",
+        "this request was already claimed and is never executed again; ask oduflow_job.status for its outcome",
+    )
+
+
+def _refuse(store, binding, reason):
+    """Refuse a valid publication for good, unless it already left evidence.
+
+    Takes the request lock without waiting on a living worker of the same
+    request (it holds the lock for its whole apply and will answer itself):
+    then nothing is recorded here and the refusal is a plain error.
+    """
     try:
-        with _suppressed_raw_results(__opts__["cachedir"]):
+        request_lock = store.lock_without_waiting_on_a_worker(binding["request_id"] + ".lock")
+    except BlockingIOError:
+        raise ProtocolError(reason, _REFUSAL_MESSAGES[reason]) from None
+    try:
+        index, record = _read_evidence(store, binding)
+        if index is not None or record is not None:
+            return _answer_from_evidence(record)
+        return _commit_refusal(store, binding, reason)
+    finally:
+        os.close(request_lock)
+
+
+def _commit_refusal(store, binding, reason):
+    """R1, the JID index, the refusal record, R2: the same atomic writes as a claim, under the request lock."""
+    refused = {"protocol": PROTOCOL, **binding, "status": REFUSED, "passed": 0, "total": 0, "reason": reason}
+    _crash_point("R1")
+    store.write("jids", binding["jid"] + ".json", {"protocol": PROTOCOL, **binding}, binding["request_id"])
+    store.write("requests", binding["request_id"] + ".json", refused, binding["request_id"])
+    _crash_point("R2")
+    return refused
+
+
+def _call_state(apply, high_data):
+    """The raw state return, or None when the state function raised or the gate stopped it."""
+    binding = apply.binding
+    with _shims_installed(apply):
+        try:
             if high_data is None:
                 # state.sls hands __pub_jid to HighState, which makes it State.jid.
                 return __salt__["state.sls"](
@@ -1084,8 +1503,10 @@ def _call_state(binding, high_data):
             # state.high builds its State without a JID; nothing it could
             # publish under one (events, parallel results) survives the shims.
             return __salt__["state.high"](high_data, **STATE_CALL_OPTIONS)
-    except Exception:  # pylint: disable=broad-except
-        return None
+        except _StopApply:
+            return None
+        except Exception:  # noqa: BLE001 - a state function that raised proves nothing: unknown
+            return None
 
 
 def status(request_id, jid, profile, state_digest="", **kwargs):
@@ -1093,21 +1514,27 @@ def status(request_id, jid, profile, state_digest="", **kwargs):
     Report what this minion knows about one published request.
 
     Answers a status answer (``not_started``, ``running``, ``unknown``,
-    ``succeeded`` or ``failed``). Evidence bound to another request, JID,
-    profile or digest is a ``binding_conflict`` error; an unsafe or malformed
-    store is an error, never ``not_started``.
+    ``succeeded``, ``failed``, or ``refused`` with its reason). Evidence bound
+    to another request, JID, profile or digest is a ``binding_conflict``
+    error; a record without its JID index is ``inconsistent_evidence``; an
+    unsafe or malformed store is an error, never ``not_started``. Like ``run``,
+    it answers only the master's plain publication.
 
     CLI Example:
 
     .. code-block:: bash
 
-        salt 'client-<uuid>' oduflow_job.status <request-uuid> <jid> configure ""
+        salt -L 'client-<uuid>' oduflow_job.status <request-uuid> <jid> configure ""
     """
     return _answer(lambda: _status(request_id, jid, profile, state_digest, kwargs))
 
 
 def _status(request_id, jid, profile, state_digest, kwargs):
-    _refuse_caller_options(kwargs)
+    accepted = [[request_id, jid, profile, state_digest]]
+    if _is_exactly(state_digest, ""):
+        accepted.append([request_id, jid, profile])  # the default digest of a fixed role
+    if not _publication_is_plain(kwargs, "oduflow_job.status", accepted):
+        raise _forbidden_option()
     binding = {
         "minion_id": _validate_minion_id(__opts__.get("id")),
         "request_id": _validate_request_id(request_id),
@@ -1121,7 +1548,7 @@ def _status(request_id, jid, profile, state_digest, kwargs):
         return answer
     with store:
         index, record = _read_evidence(store, binding)
-        if record is not None and record["status"] in TERMINAL_STATUSES:
+        if record is not None and record["status"] in FINAL_STATUSES:
             return record
         if index is None and record is None:
             return answer
@@ -1135,7 +1562,7 @@ def _status(request_id, jid, profile, state_digest, kwargs):
                 answer["status"] = "running"
                 return answer
             _index, record = _read_evidence(store, binding)
-            if record is not None and record["status"] in TERMINAL_STATUSES:
+            if record is not None and record["status"] in FINAL_STATUSES:
                 return record
     answer["status"] = "unknown"
     return answer
