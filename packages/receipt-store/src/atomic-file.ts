@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fchmodSync, fsyncSync, mkdirSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, fsyncSync, mkdirSync, writeSync } from 'node:fs';
 import { posix } from 'node:path';
 import { ReceiptStoreError, ioError, systemErrorCode } from './errors.js';
 import { TEMP_PREFIX, checkName, splitAbsolutePath } from './names.js';
@@ -9,9 +9,10 @@ export interface WriteFileAtomicOptions {
   /** Exact permission bits of the written file (the umask does not apply). Default 0o600. */
   mode?: number;
   /**
-   * Create missing parent directories with this mode (subject to the umask,
-   * like mkdir -p). Each directory created is made durable in its parent by
-   * an fsync. Default: a missing parent is `not_found`.
+   * Create missing parent directories (like mkdir -p) with exactly this mode
+   * (the umask does not apply). Each directory created is made durable in its
+   * parent by an fsync. Directories that exist are left as they are. Default:
+   * a missing parent is `not_found`.
    */
   dirMode?: number;
 }
@@ -35,8 +36,9 @@ function fsyncPath(path: string): void {
 }
 
 /**
- * mkdir -p, then an fsync of the parent of every directory it created, top
- * down: a new directory entry is durable only once its parent is synced.
+ * mkdir -p, then, top down, for every directory it created: chmod to the
+ * exact mode and an fsync of its parent (a new directory entry is durable
+ * only once its parent is synced).
  */
 function makeParents(dir: string, mode: number): void {
   let first: string | undefined;
@@ -48,12 +50,13 @@ function makeParents(dir: string, mode: number): void {
   if (first === undefined) return;
   try {
     for (let created = first; ; ) {
+      chmodSync(created, mode);
       fsyncPath(posix.dirname(created));
       if (created === dir) break;
       created = posix.join(created, dir.slice(created.length + 1).split('/')[0] as string);
     }
   } catch (error) {
-    throw ioError(`cannot fsync the new directories of ${dir}`, error);
+    throw ioError(`cannot set up the new directories of ${dir}`, error);
   }
 }
 

@@ -75,12 +75,23 @@ describe('writeFileAtomic', () => {
     expect(readFileSync(target, 'utf8')).toBe('untouched');
   });
 
-  it('creates missing parent directories only when given a directory mode', () => {
+  it('creates missing parent directories with exactly the given mode only when asked', () => {
     const path = join(root, 'a', 'b', 'file');
     expect(codeOf(() => writeFileAtomic(path, 'x'))).toBe('not_found');
-    writeFileAtomic(path, 'x', { mode: 0o644, dirMode: 0o755 });
+    mkdirSync(join(root, 'kept'), { mode: 0o700 });
+    const previous = process.umask(0o077);
+    try {
+      writeFileAtomic(path, 'x', { mode: 0o644, dirMode: 0o755 });
+      writeFileAtomic(join(root, 'kept', 'new', 'file'), 'y', { dirMode: 0o755 });
+    } finally {
+      process.umask(previous);
+    }
     expect(readFileSync(path, 'utf8')).toBe('x');
-    expect(statSync(join(root, 'a')).isDirectory()).toBe(true);
+    expect(statSync(join(root, 'a')).mode & 0o7777).toBe(0o755);
+    expect(statSync(join(root, 'a', 'b')).mode & 0o7777).toBe(0o755);
+    // an existing directory keeps its mode
+    expect(statSync(join(root, 'kept')).mode & 0o7777).toBe(0o700);
+    expect(statSync(join(root, 'kept', 'new')).mode & 0o7777).toBe(0o755);
   });
 
   it('refuses a relative path, the root directory and the reserved temporary prefix as invalid_name', () => {
