@@ -29,6 +29,20 @@ describe('oduflow-minion', () => {
     expect(result.stdout).toContain(`${moduleSha256()}  /opt/extmods/modules/oduflow_job.py`);
   });
 
+  it('schedules client_receipts with the interval and splay given, and refuses anything but whole seconds in range', () => {
+    const result = run('cloud-init', '--minion-id', minionId, '--master', 'salt', '--client-receipts-interval', '900', '--client-receipts-splay', '30');
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('\\n    seconds: 900\\n    splay: 30\\n');
+    const defaults = run('cloud-init', '--minion-id', minionId, '--master', 'salt');
+    expect(defaults.stdout).toContain('\\n    seconds: 3600\\n    splay: 600\\n');
+    for (const [interval, splay] of [['59', '1'], ['1e3', '1'], ['0x100', '1'], ['900.0', '1'], ['900', '0'], ['900', '901'], ['-900', '1']]) {
+      const bad = run('cloud-init', '--minion-id', minionId, '--master', 'salt', '--client-receipts-interval', interval as string, '--client-receipts-splay', splay as string);
+      expect(bad.status, `${interval} ${splay}`).toBe(2);
+      expect(bad.stdout).toBe('');
+      expect(bad.stderr).toContain('invalid_schedule');
+    }
+  });
+
   it('refuses a non-canonical minion id with exit 2 (refused) and no output', () => {
     const result = run('cloud-init', '--minion-id', 'client-NOT-A-UUID', '--master', 'salt');
     expect(result.status).toBe(2);
@@ -72,6 +86,28 @@ describe('oduflow-minion', () => {
     expect(readFileSync(join(out, 'oduflow', 'oduflow_job.py')).equals(moduleBytes())).toBe(true);
     expect(readFileSync(join(out, 'client_receipts', 'init.sls'), 'utf8')).toBe(renderClientReceiptsSls());
     expect(spawnSync('sha256sum', ['--check', '--status', 'SHA256SUMS'], { cwd: out }).status).toBe(0);
+  });
+
+  it('writes each file of the tree durably: fsync of the file, rename, then fsync of its directory (strace)', () => {
+    const out = join(work, 'srv-traced');
+    const trace = join(work, 'file-tree.strace');
+    const traced = spawnSync('strace', ['-f', '-qq', '-y', '-o', trace, '-e', 'trace=fsync,renameat2', cli, 'file-tree', '--out', out], { encoding: 'utf8' });
+    if (traced.error) throw new Error(`strace is required for this test and could not run: ${traced.error.message}`);
+    expect(traced.status, traced.stderr).toBe(0);
+    const calls = readFileSync(trace, 'utf8').split('\n').map((line) => line.replace(/^\d+\s+/, '')).filter((line) => line.includes(out));
+    for (const [dir, name] of [[out, 'SHA256SUMS'], [join(out, 'oduflow'), 'oduflow_job.py'], [join(out, 'client_receipts'), 'init.sls']] as const) {
+      const rename = calls.findIndex((line) => line.startsWith('renameat2(') && line.includes(`<${dir}>, "${name}", 0)`));
+      const temp = /"(\.tmp-[0-9a-f]+)"/.exec(calls[rename] ?? '')?.[1];
+      expect(temp, `${name}: ${calls.join('\n')}`).toBeDefined();
+      const fsyncFile = calls.findIndex((line) => line.startsWith('fsync(') && line.includes(`${dir}/${temp}>`));
+      const fsyncDir = calls.findIndex((line, i) => i > rename && line.startsWith(`fsync(`) && line.includes(`<${dir}>)`));
+      expect(fsyncFile, name).toBeGreaterThanOrEqual(0);
+      expect(fsyncFile, name).toBeLessThan(rename);
+      expect(fsyncDir, name).toBeGreaterThan(rename);
+    }
+    // SHA256SUMS is renamed into place last: it never lists a file that is not there yet
+    const renames = calls.filter((line) => line.startsWith('renameat2(')).map((line) => /, "([^"]+)", 0\)/.exec(line)?.[1]);
+    expect(renames).toEqual(['oduflow_job.py', 'init.sls', 'SHA256SUMS']);
   });
 
   it('verifies an installed module: 0 when it matches, 2 when changed or missing', () => {

@@ -1,7 +1,12 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
-import { MinionWrapperError } from '@oduflow/minion-wrapper';
-import { EXIT, cloudInitCommand, fileTreeCommand, formatTable, jsonError, verifyCommand } from './commands.js';
+import {
+  DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS,
+  DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS,
+  DEFAULT_EXTMODS_DIR,
+  MinionWrapperError,
+} from '@oduflow/minion-wrapper';
+import { EXIT, cloudInitCommand, fileTreeCommand, formatTable, jsonError, verifyCommand, type CloudInitArgs } from './commands.js';
 
 /** With --json anywhere on the command line, errors are one JSON document on stdout. */
 const json = process.argv.slice(2).includes('--json');
@@ -22,8 +27,16 @@ program
   .description('print the #cloud-config fragment that installs and verifies oduflow_job before salt-minion starts')
   .requiredOption('--minion-id <id>', 'client-<uuid> (canonical lowercase RFC 9562 UUID)')
   .requiredOption('--master <host>', 'Salt master host name or IP address')
-  .option('--extmods <dir>', 'minion extension-module directory', '/var/cache/salt/minion/extmods')
-  .action((options: { minionId: string; master: string; extmods: string }) => {
+  .option('--extmods <dir>', 'minion extension-module directory', DEFAULT_EXTMODS_DIR)
+  .option(
+    '--client-receipts-interval <seconds>',
+    `seconds between the minion's scheduled client_receipts applies, 60 to 604800 (default ${DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS})`,
+  )
+  .option(
+    '--client-receipts-splay <seconds>',
+    `random extra delay per scheduled run, 1 to the interval (default ${DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS})`,
+  )
+  .action((options: CloudInitArgs) => {
     process.stdout.write(cloudInitCommand(options));
   });
 

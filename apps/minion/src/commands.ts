@@ -21,13 +21,21 @@ export interface CloudInitArgs {
   minionId: string;
   master: string;
   extmods?: string;
+  /** Whole seconds as typed; anything else is refused by the fragment as `invalid_schedule`. */
+  clientReceiptsInterval?: string;
+  clientReceiptsSplay?: string;
 }
+
+/** Only plain decimal digits count as seconds: "1e3", "0x10", " 60" and "60.0" are refused, not coerced. */
+const seconds = (value: string): number => (/^[0-9]{1,7}$/.test(value) ? Number(value) : Number.NaN);
 
 export function cloudInitCommand(args: CloudInitArgs): string {
   return renderCloudInit({
     minionId: args.minionId,
     masterHost: args.master,
     ...(args.extmods === undefined ? {} : { extmodsDir: args.extmods }),
+    ...(args.clientReceiptsInterval === undefined ? {} : { clientReceiptsIntervalSeconds: seconds(args.clientReceiptsInterval) }),
+    ...(args.clientReceiptsSplay === undefined ? {} : { clientReceiptsSplaySeconds: seconds(args.clientReceiptsSplay) }),
   });
 }
 

@@ -1,13 +1,12 @@
+import { isSha256Hex } from '@oduflow/protocol';
 import { CLIENT_RECEIPTS_SLS_PATH, moduleSha256, readAsset } from './module-asset.js';
 import { MinionWrapperError } from './errors.js';
 
 /** The token in `salt/client_receipts/init.sls` that the reviewed digest replaces. */
 export const MODULE_SHA256_PLACEHOLDER = '@ODUFLOW_MODULE_SHA256@';
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
-
 export function assertSha256Hex(value: string): string {
-  if (!SHA256_HEX.test(value)) {
+  if (!isSha256Hex(value)) {
     throw new MinionWrapperError('invalid_sha256', 'a SHA-256 digest must be 64 lowercase hex characters');
   }
   return value;

@@ -3,7 +3,19 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_EXTMODS_DIR, PACKAGE_ROOT, moduleBytes, moduleSha256, planCloudInit, renderCloudInit } from './index.js';
+import {
+  CLIENT_RECEIPTS_SCHEDULE_NAME,
+  DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS,
+  DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS,
+  DEFAULT_EXTMODS_DIR,
+  HOLD_SALT_MINION_SEMAPHORE,
+  PACKAGE_ROOT,
+  UNSET_MINION_OPTIONS,
+  moduleBytes,
+  moduleSha256,
+  planCloudInit,
+  renderCloudInit,
+} from './index.js';
 
 /** PyYAML, as cloud-init parses it: the project venv, else the system python3. */
 function parseYaml(text: string): unknown {
@@ -14,7 +26,7 @@ function parseYaml(text: string): unknown {
 }
 
 interface WriteFile { path: string; owner: string; permissions: string; encoding?: string; content: string }
-interface Fragment { write_files: WriteFile[]; runcmd: string[][] }
+interface Fragment { bootcmd: string[][]; write_files: WriteFile[]; runcmd: string[][] }
 
 const minionId = 'client-0b7e3a52-8f1c-4d2e-9a6b-3c5d7e9f1a2b';
 const work = mkdtempSync(join(tmpdir(), 'oduflow-cloud-init-test-'));
@@ -36,12 +48,51 @@ describe('renderCloudInit', () => {
     expect(settings).toEqual({
       id: minionId,
       master: 'salt.example.net',
+      // readiness: oduflow_job.capabilities is ready only with exactly these
       multiprocessing: true,
+      cache_jobs: false,
+      minion_pillar_cache: false,
       extension_modules: DEFAULT_EXTMODS_DIR,
       // no unchecked sync of the master's _modules/ before a highstate, and no sync deleting the module
       autoload_dynamic_modules: false,
       clean_dynamic_modules: false,
+      schedule: {
+        [CLIENT_RECEIPTS_SCHEDULE_NAME]: {
+          function: 'state.apply',
+          args: ['client_receipts'],
+          seconds: DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS,
+          splay: DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS,
+          run_on_start: false,
+          jid_include: false,
+          return_job: false,
+        },
+      },
     });
+    for (const option of UNSET_MINION_OPTIONS) expect(settings).not.toHaveProperty(option);
+  });
+
+  it('schedules client_receipts hourly with up to ten minutes of splay by default, configurable within bounds', () => {
+    expect([DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS, DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS]).toEqual([3600, 600]);
+    const plan = planCloudInit({ minionId, masterHost: 'salt', clientReceiptsIntervalSeconds: 900, clientReceiptsSplaySeconds: 60 });
+    expect(plan.schedule).toEqual({ name: CLIENT_RECEIPTS_SCHEDULE_NAME, intervalSeconds: 900, splaySeconds: 60 });
+    const settings = parseYaml(plan.files[1]?.content.toString('utf8') ?? '') as { schedule: Record<string, { seconds: number; splay: number }> };
+    expect(settings.schedule[CLIENT_RECEIPTS_SCHEDULE_NAME]).toMatchObject({ seconds: 900, splay: 60 });
+    const bad: Array<[number, number]> = [[59, 1], [604_801, 1], [900.5, 1], [Number.NaN, 1], [900, 0], [900, 901], [900, 1.5]];
+    for (const [interval, splay] of bad) {
+      expect(() =>
+        planCloudInit({ minionId, masterHost: 'salt', clientReceiptsIntervalSeconds: interval, clientReceiptsSplaySeconds: splay }),
+      ).toThrow(expect.objectContaining({ code: 'invalid_schedule' }));
+    }
+    expect(planCloudInit({ minionId, masterHost: 'salt', clientReceiptsIntervalSeconds: 60, clientReceiptsSplaySeconds: 60 }).schedule.intervalSeconds).toBe(60);
+  });
+
+  it('masks and then stops salt-minion once per instance in bootcmd, before write_files installs anything', () => {
+    const text = renderCloudInit({ minionId, masterHost: 'salt' });
+    const doc = parseYaml(text) as Fragment;
+    expect(doc.bootcmd).toEqual([['cloud-init-per', 'instance', HOLD_SALT_MINION_SEMAPHORE, 'sh', '-ec', 'systemctl mask salt-minion\nsystemctl stop salt-minion']]);
+    // cloud-init runs bootcmd before write_files in the init stage; the document says so in that order too
+    expect(text.indexOf('bootcmd:')).toBeLessThan(text.indexOf('write_files:'));
+    expect(text.indexOf('write_files:')).toBeLessThan(text.indexOf('runcmd:'));
   });
 
   it('checks the module digest with sha256sum before it enables or starts salt-minion', () => {
@@ -52,11 +103,13 @@ describe('renderCloudInit', () => {
     expect(script).toContain(`${moduleSha256()}  /srv/extmods/modules/oduflow_job.py`);
     const check = script?.indexOf('sha256sum --check') ?? -1;
     expect(check).toBeGreaterThanOrEqual(0);
-    expect(script?.indexOf('systemctl enable salt-minion')).toBeGreaterThan(check);
-    expect(script?.indexOf('systemctl restart salt-minion')).toBeGreaterThan(check);
+    const unmask = script?.indexOf('systemctl unmask salt-minion') ?? -1;
+    expect(unmask).toBeGreaterThan(check);
+    expect(script?.indexOf('systemctl enable salt-minion')).toBeGreaterThan(unmask);
+    expect(script?.indexOf('systemctl restart salt-minion')).toBeGreaterThan(unmask);
   });
 
-  it('starts salt-minion only when the installed file matches the digest', () => {
+  it('unmasks and starts salt-minion only when the installed file matches the digest', () => {
     const root = join(work, 'runcmd');
     const extmods = join(root, 'extmods');
     const plan = planCloudInit({ minionId, masterHost: '127.0.0.1', extmodsDir: extmods });
@@ -74,13 +127,14 @@ describe('renderCloudInit', () => {
 
     const good = run();
     expect(good.status).toBe(0);
-    expect(readFileSync(log, 'utf8')).toBe('enable salt-minion\nrestart salt-minion\n');
+    const started = 'unmask salt-minion\nenable salt-minion\nrestart salt-minion\n';
+    expect(readFileSync(log, 'utf8')).toBe(started);
 
     writeFileSync(module.path, Buffer.concat([module.content, Buffer.from('\n# tampered\n')]));
     const bad = run();
     expect(bad.status).toBe(1);
-    expect(bad.stderr).toContain('does not match the reviewed SHA-256');
-    expect(readFileSync(log, 'utf8')).toBe('enable salt-minion\nrestart salt-minion\n');
+    expect(bad.stderr).toContain('does not match the reviewed SHA-256; salt-minion stays masked');
+    expect(readFileSync(log, 'utf8')).toBe(started);
   });
 
   it('refuses a minion id that is not client- plus a canonical lowercase UUID', () => {

@@ -10,6 +10,7 @@ export const MINION_WRAPPER_ERROR_CODES = [
   'module_version_missing',
   'invalid_sha256',
   'sls_template_invalid',
+  'invalid_schedule',
 ] as const;
 
 export type MinionWrapperErrorCode = (typeof MINION_WRAPPER_ERROR_CODES)[number];

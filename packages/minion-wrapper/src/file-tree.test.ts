@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,6 +25,24 @@ describe('writeSaltFileTree', () => {
     const check = execFileSync('sha256sum', ['--check', '--strict', 'SHA256SUMS'], { cwd: out, encoding: 'utf8' });
     expect(check).toBe('oduflow/oduflow_job.py: OK\nclient_receipts/init.sls: OK\n');
     expect(spawnSync('sha256sum', ['--check', 'SHA256SUMS'], { cwd: out }).status).toBe(0);
+  });
+
+  it('writes 0644 files in 0755 directories whatever the umask, through atomic renames that leave no temporary file', () => {
+    const out = join(work, 'srv-umask');
+    const previous = process.umask(0o077);
+    try {
+      writeSaltFileTree(out);
+      writeSaltFileTree(out); // a refresh replaces each file in place
+    } finally {
+      process.umask(previous);
+    }
+    for (const path of ['oduflow/oduflow_job.py', 'client_receipts/init.sls', 'SHA256SUMS']) {
+      expect(statSync(join(out, path)).mode & 0o7777, path).toBe(0o644);
+    }
+    for (const dir of [out, join(out, 'oduflow'), join(out, 'client_receipts')]) {
+      expect(statSync(dir).mode & 0o7777, dir).toBe(0o755);
+      expect(readdirSync(dir).filter((name) => name.startsWith('.tmp-')), dir).toEqual([]);
+    }
   });
 });
 

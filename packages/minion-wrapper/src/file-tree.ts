@@ -1,11 +1,12 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '@oduflow/receipt-store';
 import { renderClientReceiptsSls } from './client-receipts.js';
-import { MODULE_FILE_NAME, MODULE_PATH, parseModuleVersion, readAsset, sha256Hex } from './module-asset.js';
+import { MODULE_PATH, parseModuleVersion, readAsset, sha256Hex } from './module-asset.js';
+import { MODULE_FILE_NAME } from './paths.js';
 
-/** Paths inside the Salt file tree a master serves, relative to its file_roots entry. */
 /**
- * Served outside `_modules/`: Salt's saltutil.sync_* (which every highstate
+ * Paths inside the Salt file tree a master serves, relative to its
+ * file_roots entry. The module is served outside `_modules/`: Salt's saltutil.sync_* (which every highstate
  * runs while autoload_dynamic_modules is True) copies `_modules/` into the
  * minion's extmods with no digest check. Only client_receipts installs the
  * module, after checking the reviewed SHA-256.
@@ -34,19 +35,12 @@ export interface SaltFileTree {
   files: SaltFileTreeEntry[];
 }
 
-function writeAtomic(path: string, content: Buffer): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-  const temp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(temp, 'wx', 0o644);
-  try {
-    let offset = 0;
-    while (offset < content.length) offset += writeSync(fd, content, offset);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, path);
-}
+/**
+ * Served files are public, reviewed assets the salt-master (often another
+ * user than the writer) must read: 0644 files in 0755 directories.
+ */
+const SERVED_FILE_MODE = 0o644;
+const SERVED_DIR_MODE = 0o755;
 
 /**
  * Writes (or refreshes) the oduflow part of a master's Salt file tree under
@@ -66,7 +60,13 @@ export function writeSaltFileTree(outDir: string, options: SaltFileTreeOptions =
   ];
   const sums = Buffer.from(entries.map(([path, bytes]) => `${sha256Hex(bytes)}  ${path}\n`).join(''), 'utf8');
   entries.push([FILE_TREE_SUMS_PATH, sums]);
-  for (const [path, bytes] of entries) writeAtomic(join(dir, path), bytes);
+  // One durable write sequence for the whole repository (receipt-store):
+  // temp, fsync, rename, fsync(dir); new directories are synced into their
+  // parents. SHA256SUMS is written last, so it never lists a file that is not
+  // in place yet.
+  for (const [path, bytes] of entries) {
+    writeFileAtomic(join(dir, path), bytes, { mode: SERVED_FILE_MODE, dirMode: SERVED_DIR_MODE });
+  }
   return {
     dir,
     moduleSha256,

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
+import { isSemver } from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
 import {
   CLIENT_RECEIPTS_SLS_PATH,
@@ -38,6 +39,17 @@ describe('the shipped module asset', () => {
     for (const source of ['', '__version__ = "1.2"\n', '__version__ = "1.0.0"\n__version__ = "1.0.1"\n', "__version__ = '1.0.0'\n"]) {
       expect(() => parseModuleVersion(source)).toThrow(expect.objectContaining({ code: 'module_version_missing' }));
     }
+  });
+
+  it('accepts exactly the versions the protocol calls semver (one pattern, in @oduflow/protocol)', () => {
+    // 1.0.0-01 was accepted here and refused by the protocol: numeric pre-release identifiers have no leading zeros
+    const versions = ['1.1.0', '1.0.0-01', '1.0.0-rc.1', '1.0.0-0a', '01.0.0', '1.0.0+build.01', '1.0.0-', '1.0.0-a..b'];
+    for (const version of versions) {
+      const source = `__version__ = "${version}"\n`;
+      if (isSemver(version)) expect(parseModuleVersion(source)).toBe(version);
+      else expect(() => parseModuleVersion(source), version).toThrow(expect.objectContaining({ code: 'module_version_missing' }));
+    }
+    expect(() => parseModuleVersion('__version__ = "1.0.0-01"\n')).toThrow(expect.objectContaining({ code: 'module_version_missing' }));
   });
 
   it('resolves the same module path from the built ESM and CJS entries', () => {

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isSemver } from '@oduflow/protocol';
 import { MinionWrapperError } from './errors.js';
+import { MODULE_FILE_NAME } from './paths.js';
 
 const PACKAGE_NAME = '@oduflow/minion-wrapper';
 
@@ -35,7 +37,6 @@ function findPackageRoot(start: string): string {
 export const PACKAGE_ROOT: string = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 /** The Salt file tree shipped in this package (`_modules/`, `client_receipts/`). */
 export const SALT_TREE_DIR: string = join(PACKAGE_ROOT, 'salt');
-export const MODULE_FILE_NAME = 'oduflow_job.py';
 /** Absolute path of the reviewed `oduflow_job.py` execution module. */
 export const MODULE_PATH: string = join(SALT_TREE_DIR, '_modules', MODULE_FILE_NAME);
 /** Absolute path of the `client_receipts` state template (`@ODUFLOW_MODULE_SHA256@` placeholder). */
@@ -64,14 +65,13 @@ export function moduleSha256(): string {
 }
 
 const VERSION_LINE = /^__version__ = "([^"\n]+)"$/gm;
-const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 
 /** Parses the single `__version__ = "x.y.z"` line of a module source. */
 export function parseModuleVersion(source: Uint8Array | string): string {
   const text = typeof source === 'string' ? source : Buffer.from(source).toString('utf8');
   const matches = [...text.matchAll(VERSION_LINE)];
   const version = matches.length === 1 ? matches[0]?.[1] : undefined;
-  if (version === undefined || !SEMVER.test(version)) {
+  if (!isSemver(version)) {
     throw new MinionWrapperError(
       'module_version_missing',
       'the module must contain exactly one line __version__ = "<semver>"',

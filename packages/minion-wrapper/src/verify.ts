@@ -1,7 +1,8 @@
 import { constants, lstatSync, openSync, readFileSync, closeSync, fstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname } from 'node:path';
 import { assertSha256Hex } from './client-receipts.js';
-import { MODULE_FILE_NAME, moduleSha256, sha256Hex } from './module-asset.js';
+import { moduleSha256, sha256Hex } from './module-asset.js';
+import { installedModulePath } from './paths.js';
 
 export const VERIFY_STATUSES = [
   'ok',
@@ -58,8 +59,8 @@ const trustedOwner = (uid: number): boolean => uid === 0 || uid === euid();
  */
 export function verifyInstalledModule(extmodsDir: string, options: VerifyOptions = {}): VerifyResult {
   const expectedSha256 = assertSha256Hex(options.expectedSha256 ?? moduleSha256());
-  const modulesDir = join(extmodsDir, 'modules');
-  const path = join(modulesDir, MODULE_FILE_NAME);
+  const path = installedModulePath(extmodsDir);
+  const modulesDir = dirname(path);
   const result = (
     status: VerifyStatus,
     actualSha256: string | null,

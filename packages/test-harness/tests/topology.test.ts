@@ -1,7 +1,20 @@
-import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FILE_TREE_MODULE_PATH, moduleSha256, moduleVersion, verifyInstalledModule } from '@oduflow/minion-wrapper';
+import {
+  CLIENT_RECEIPTS_SCHEDULE_NAME,
+  DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS,
+  DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS,
+  FILE_TREE_MODULE_PATH,
+  clientReceiptsScheduleEntry,
+  moduleSha256,
+  moduleVersion,
+  verifyInstalledModule,
+} from '@oduflow/minion-wrapper';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT, watchdogScriptPath } from '../src/topology-paths.js';
+import { isAlive } from '../src/topology-process.js';
 import { ROLE_MARKERS, processesUnder, startTopology, type Topology } from '../src/topology.js';
 
 const waitUntil = async (what: string, ms: number, probe: () => boolean | Promise<boolean>) => {
@@ -67,19 +80,31 @@ describe('a local Salt topology', () => {
     });
   });
 
-  it('runs the minion with the cloud-init options: no unchecked module sync, no clean-up of the module', async () => {
+  it('runs the minion with the cloud-init options: readiness, no unchecked module sync, no clean-up, a client_receipts schedule', async () => {
     expect(existsSync(join(topo.fileRoot, '_modules', 'oduflow_job.py'))).toBe(false);
-    const [answer] = await topo.saltApi({
-      client: 'local',
-      tgt: [id],
-      tgt_type: 'list',
-      fun: 'config.items',
-      timeout: 20,
+    // config.items cannot serialize the opts once the scheduler has stamped its datetimes into them: one key at a time
+    const keys = ['autoload_dynamic_modules', 'clean_dynamic_modules', 'multiprocessing', 'cache_jobs', 'minion_pillar_cache', 'sudo_user', 'module_executors'];
+    const NOT_SET = 'oduflow-test-not-set';
+    const answers = await topo.saltApi(
+      keys.map((key) => ({ client: 'local', tgt: [id], tgt_type: 'list', fun: 'config.get', arg: [key, NOT_SET], timeout: 20 })),
+    );
+    const opts = Object.fromEntries(keys.map((key, i) => [key, (answers[i] as Record<string, unknown>)[id]]));
+    expect(opts).toEqual({
+      autoload_dynamic_modules: false,
+      clean_dynamic_modules: false,
+      multiprocessing: true,
+      cache_jobs: false,
+      minion_pillar_cache: false,
+      sudo_user: '',
+      module_executors: NOT_SET,
     });
-    const opts = (answer as Record<string, Record<string, unknown>>)[id] ?? {};
-    expect(opts.autoload_dynamic_modules).toBe(false);
-    expect(opts.clean_dynamic_modules).toBe(false);
-    expect(opts.multiprocessing).toBe(true);
+    // the running minion's scheduler holds the entry (schedule.list asks the daemon)
+    const [listed] = await topo.saltApi({ client: 'local', tgt: [id], tgt_type: 'list', fun: 'schedule.list', kwarg: { return_yaml: false }, timeout: 20 });
+    expect((listed as Record<string, Record<string, unknown>>)[id]?.[CLIENT_RECEIPTS_SCHEDULE_NAME]).toEqual({
+      ...clientReceiptsScheduleEntry(DEFAULT_CLIENT_RECEIPTS_INTERVAL_SECONDS, DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS),
+      name: CLIENT_RECEIPTS_SCHEDULE_NAME,
+      enabled: true,
+    });
   });
 
   it('keeps the module managed with client_receipts and fails closed when the master serves other bytes', async () => {
@@ -153,19 +178,59 @@ describe('a local Salt topology', () => {
 });
 
 describe('two topologies side by side', () => {
-  it('start on their own free ports, answer independently and tear down cleanly', async () => {
-    const [a, b] = await Promise.all([startTopology(), startTopology()]);
+  it('start on their own free ports, answer independently, take per-minion options and tear down cleanly', async () => {
+    const [a, b] = await Promise.all([
+      startTopology({ minionOptions: { oduflow_test_option: 'everywhere', cache_jobs: true } }),
+      startTopology({ minions: 2, minionOptions: (id) => ({ oduflow_test_option: id }) }),
+    ]);
     try {
       expect(new Set([...Object.values(a.ports), ...Object.values(b.ports)]).size).toBe(6);
       expect(a.dir).not.toBe(b.dir);
       const [pa, pb] = await Promise.all([a.ping(), b.ping()]);
       expect(pa).toEqual({ [a.minionIds[0] as string]: true });
-      expect(pb).toEqual({ [b.minionIds[0] as string]: true });
+      expect(pb).toEqual(Object.fromEntries(b.minionIds.map((id) => [id, true])));
       expect(await a.ping(b.minionIds)).toEqual({});
+      // the options are read after the cloud-init include: they win where they overlap, the rest stays
+      const option = async (t: Topology, key: string) => {
+        const [answer] = await t.saltApi({ client: 'local', tgt: t.minionIds, tgt_type: 'list', fun: 'config.get', arg: [key], timeout: 20 });
+        return answer;
+      };
+      const aId = a.minionIds[0] as string;
+      expect(await option(a, 'oduflow_test_option')).toEqual({ [aId]: 'everywhere' });
+      expect(await option(a, 'cache_jobs')).toEqual({ [aId]: true });
+      expect(await option(a, 'multiprocessing')).toEqual({ [aId]: true });
+      expect(await option(b, 'oduflow_test_option')).toEqual(Object.fromEntries(b.minionIds.map((id) => [id, id])));
+      expect(await option(b, 'cache_jobs')).toEqual(Object.fromEntries(b.minionIds.map((id) => [id, false])));
     } finally {
       await Promise.all([a.stop(), b.stop()]);
     }
     expect(processesUnder(a.dir)).toEqual([]);
     expect(processesUnder(b.dir)).toEqual([]);
   }, 120_000);
+});
+
+describe('the topology watchdog (python/topology_watchdog.py)', () => {
+  it('is shipped in the package and kills a topology\'s processes by pid once its parent dies, then removes the directory', async () => {
+    const manifest = JSON.parse(readFileSync(join(watchdogScriptPath(), '..', '..', 'package.json'), 'utf8')) as { files: string[] };
+    expect(manifest.files).toContain('python');
+    const dir = mkdtempSync(join(tmpdir(), 'oduflow-watchdog-test-'));
+    const python = join(REPO_ROOT, '.venv', 'bin', 'python');
+    // a stand-in for the test worker, and a stand-in for a topology process (cwd inside the dir)
+    const parent = spawn('sleep', ['300'], { stdio: 'ignore' });
+    mkdirSync(join(dir, 'work'));
+    const orphan = spawn('sleep', ['300'], { cwd: join(dir, 'work'), stdio: 'ignore', detached: true });
+    const watchdog = spawn(python, [watchdogScriptPath(), String(parent.pid), dir, '1'], { stdio: 'ignore', detached: true });
+    const alive = (pid: number | undefined) => pid !== undefined && isAlive(pid);
+    try {
+      await waitUntil('the stand-in to show as a topology process', 10_000, () => processesUnder(dir).some((p) => p.pid === orphan.pid));
+      expect([alive(orphan.pid), alive(watchdog.pid)]).toEqual([true, true]);
+      parent.kill('SIGKILL');
+      await waitUntil('the orphan to be killed', 15_000, () => !alive(orphan.pid));
+      await waitUntil('the directory to be removed', 15_000, () => !existsSync(dir));
+      await waitUntil('the watchdog to exit', 15_000, () => !alive(watchdog.pid));
+    } finally {
+      for (const child of [parent, orphan, watchdog]) if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

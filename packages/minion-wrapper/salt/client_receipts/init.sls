@@ -11,7 +11,9 @@
 # the master serves under `_modules/` into extmods with no digest check. The
 # cloud-init minion config sets autoload_dynamic_modules: false and
 # clean_dynamic_modules: false, so neither a highstate nor a sync installs or
-# deletes this module; only the states below manage it.
+# deletes this module; only the states below manage it. The same config
+# schedules this state on the minion itself (hourly by default, with splay),
+# so the module stays managed after the first boot.
 #
 # Why three states: for a salt:// source, file.managed ignores source_hash and
 # trusts the master's own hash of the file, so it cannot pin a reviewed
@@ -99,8 +101,9 @@ oduflow_job_module:
 
 # A repaired module is visible to the running minion's new job workers only
 # after it reloads its modules. Rendered only when a minion daemon runs this
-# state (state.apply from the master): under salt-call there may be no daemon
-# to signal (event.fire returns False and would fail a successful repair);
+# state (state.apply from the master, or the minion's own schedule): under
+# salt-call there may be no daemon to signal (event.fire returns False and
+# would fail a successful repair);
 # the salt-call process reloads its own modules (reload_modules above), and a
 # running daemon is signalled with `salt-call saltutil.refresh_modules`.
 oduflow_job_module_reload:
