@@ -18,6 +18,7 @@ export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', Ex
   not_found: EXIT.refused,
   illegal_transition: EXIT.refused,
   store_unsafe: EXIT.refused,
+  store_format: EXIT.refused,
   credentials_insecure: EXIT.refused,
   credentials_unreadable: EXIT.refused,
   config_invalid: EXIT.refused,

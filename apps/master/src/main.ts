@@ -18,6 +18,7 @@ import {
 } from './commands.js';
 import type { CommonFlags } from './config.js';
 import { EXIT, EXIT_FOR_ERROR, type ExitCode } from './exit-codes.js';
+import { migrateStoreCommand } from './migrate-store-command.js';
 import { renderJson, renderTable } from './output.js';
 import type { Env, Wiring } from './wiring.js';
 
@@ -132,6 +133,10 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
   withCommonOptions(program.command('preflight'))
     .description('list legacy records and active unresolved requests')
     .action(run((w) => preflightCommand(w)));
+
+  withCommonOptions(program.command('migrate-store'))
+    .description('one-shot: bring a record store of an older release to this format, or re-check its indexes (idempotent)')
+    .action(run((w) => migrateStoreCommand(w)));
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

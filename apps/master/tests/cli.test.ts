@@ -93,6 +93,7 @@ describe('oduflow-master dispatch, poll, show and list', () => {
     expect(existsSync(store)).toBe(false); // preflight creates nothing
     mkdirSync(join(store, 'requests'), { recursive: true, mode: 0o700 });
     writeFileSync(join(store, 'requests', 'old-7.json'), JSON.stringify({ minion_id: MINION, state: 'sent' }), { mode: 0o600 });
+    expect((await runCli(['migrate-store'], env)).code).toBe(EXIT.ok); // a store of an older release: indexed once
     const before = await runCli(['preflight', '--json'], env);
     expect(before.code).toBe(EXIT.unresolved);
     expect(jsonOf(before)).toMatchObject({ clean: false, legacy: 1, records: [{ finding: 'legacy', request_id: 'old-7', state: 'legacy' }] });

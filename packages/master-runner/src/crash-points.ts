@@ -10,15 +10,19 @@
  *   P3  Salt publish call returned, its outcome not yet recorded
  *   P4  status answer fetched, not yet committed
  *
- * Inside the file store's create unit (FileRecordStoreOptions.crashAt):
+ * Inside the file store (FileRecordStoreOptions.crashAt, MigrateFileStoreOptions.crashAt):
  *
- *   S1  JID reserved (jids/<jid>.json), target index entry not yet written
- *   S2  target index entry written (targets/<minion>/<id>.json), record not yet written
+ *   S1  create: JID reserved (jids/<jid>.json), target index entry not yet written
+ *   S2  create: target index entry written (targets/<minion>/<id>.json), unresolved entry not yet
+ *   S3  create: every index entry written (unresolved/<minion>/<id>.json when it blocks), record not yet
+ *   S4  update: record written, the unresolved entry of a record that stopped blocking not yet removed
+ *   S5  migrate-store: one more record indexed (reached once per record), format marker not yet written
+ *   S6  migrate-store: indexes complete and stale entries removed, format marker not yet written
  */
 export const CRASH_POINTS = ['P1', 'P2', 'P3', 'P4'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
-export const STORE_CRASH_POINTS = ['S1', 'S2'] as const;
+export const STORE_CRASH_POINTS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6'] as const;
 export type StoreCrashPoint = (typeof STORE_CRASH_POINTS)[number];
 
 export const CRASH_ENV = 'ODUFLOW_TEST_CRASH_AT';

@@ -22,6 +22,12 @@ export const MASTER_RUNNER_ERROR_CODES = [
   'store_busy',
   /** Any other store I/O failure. */
   'store_io',
+  /**
+   * The store's on-disk format is not the one this release opens: an older
+   * layout (`detail` needs_migration: run `oduflow-master migrate-store` once)
+   * or an unknown marker (`detail` unknown_format: left untouched).
+   */
+  'store_format',
   /** The salt-api password file is not private (mode, owner, symlink, not a regular file). */
   'credentials_insecure',
   /** The salt-api password file cannot be read or is empty. */

@@ -1,62 +1,74 @@
-import { isBlocking, isMinionId, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
-import { ReceiptStoreError, openPrivateDir, type FileLock, type PrivateDir } from '@oduflow/receipt-store';
-import { isAbsolute } from 'node:path';
-import { crashIfRequested, type StoreCrashPoint } from './crash-points.js';
+import { BLOCKING_STATES, isBlocking, isMinionId, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
+import type { FileLock, PrivateDir } from '@oduflow/receipt-store';
+import type { StoreCrashPoint } from './crash-points.js';
 import { MasterRunnerError } from './errors.js';
 import { decodeRecord, encodeRecord } from './record-codec.js';
-import { isRecordId, recordFileName, recordIdFromFileName } from './record-id.js';
+import { isRecordId, recordFileName } from './record-id.js';
 import type { CreateOutcome, RecordFilter, RecordStore, TargetUnit, UpdateOutcome } from './record-store.js';
 import { storeCall } from './store-errors.js';
+import {
+  DEFAULT_LOCK_WAIT_MS,
+  STORE_LOCK,
+  UNBOUND_BUCKET,
+  bucketOf,
+  closeStoreDirs,
+  hasEntry,
+  idsIn,
+  inSubdir,
+  isAlreadyExists,
+  isBucket,
+  isEmptyStore,
+  needsMigration,
+  openStoreDirs,
+  readFormat,
+  removeEntry,
+  storeRoot,
+  unknownFormat,
+  writeEntry,
+  writeFormat,
+  type StoreDirs,
+} from './store-format.js';
 
 /*
- * The embedded file store (the default), on @oduflow/receipt-store:
+ * The embedded file store (the default), on @oduflow/receipt-store. Layout:
+ * store-format.ts. Every write is one atomic file operation (temp, fsync,
+ * rename, dir fsync); locks are kernel flocks, released by the kernel when a
+ * holder dies, never guessed stale.
  *
- *   <root>/                               0700, owned by the runner's user, never a symlink
- *     requests/<request_id>.json          the record (protocol 1, or a legacy record kept verbatim)
- *     jids/<jid>.json                     JID index: {"request_id","minion_id"}; created no-replace, never removed
- *     targets/<minion_id>/<request_id>.json  target index: {"request_id","minion_id"}; created no-replace, never removed
- *     unbound/<request_id>.json           index of records that name no target (legacy) or cannot be decoded
- *     locks/target-<minion>.lock          flock for a target's unit (blocking check + create)
- *     locks/request-<id>.lock             flock for a request's unit (read, decide, write)
- *     locks/store.lock                    flock while an opener indexes records that have no index entry
+ * Opening reads the format marker and nothing else: no listing, no record.
+ * A store without the marker is refused with store_format (needs_migration)
+ * unless it holds no record and no JID, in which case the marker is written
+ * (a new store needs no step). Every unit holds locks/store.lock shared, so
+ * migrate-store (exclusive) never runs beside one.
  *
- * Every write is one atomic file operation (temp, fsync, rename, dir fsync).
- * Creating a request is three of them, in this order, under the target lock:
- *   W1  jids/<jid>.json                 no-replace: the JID is reserved for ever
- *   W2  targets/<minion>/<id>.json      the target index entry (an existing one is kept)
- *   W3  requests/<id>.json              no-replace: the record exists
- * A record therefore never exists without its JID entry and its index entry.
- * A SIGKILL after W1 (S1) leaves a burned JID and nothing else; after W2 (S2)
- * a burned JID and an index entry without a record. An index entry is only a
- * pointer: the blocking decision reads the records it points to and keeps
- * those that exist, block, and name this target, so an entry without a record
- * (or pointing to a record of another target, after a lost request-id race)
- * means nothing. The JID is reserved first because the reservation is the
- * check-and-take that decides whether the create goes on: a taken JID writes
- * nothing else, so only a crash or a lost request-id race leaves a dangling
- * index entry. Every later change of a record is a single replace of
- * requests/<id>.json under the request lock; identity (request id, minion id,
- * JID) never changes, so the index never needs updating. The blocking state is
- * derived from the records themselves: there is no second copy of it that a
- * crash could leave out of step. Locks are kernel flocks: a killed holder's
- * lock is released by the kernel, never guessed stale.
+ * Creating a request writes, under the target lock, in this order:
+ *   W1  jids/<jid>.json                 no-replace: the JID is reserved for ever     → S1
+ *   W2  targets/<minion>/<id>.json      the target's history entry                   → S2
+ *   W3  unresolved/<minion>/<id>.json   when the record blocks                       → S3
+ *   W4  requests/<id>.json              no-replace: the record exists
+ * An index entry is only a pointer: readers read the record it points to and
+ * keep it only if it exists, names that target (or none), and blocks. So an
+ * entry left by a crash (S2, S3) or by a request id lost to a concurrent
+ * create under another target means nothing, and the JID stays burned. The
+ * JID goes first because its no-replace write is the check-and-take that
+ * decides whether the create goes on.
  *
- * Cost: a target unit reads only targets/<minion>/ and unbound/ (small: legacy
- * records without a target), so dispatch is independent of the number of
- * records of other targets. Stores written before the target index (and any
- * record some other writer put into requests/ without an entry) are indexed
- * when the store is opened: the opener compares the names in requests/ with
- * the names in the index, and checks that a record found only under targets
- * names one of them (an entry under another target alone — a dangling S2 or
- * lost-race entry — does not index a record bound elsewhere). Under
- * locks/store.lock it then reads just the unindexed records and writes their
- * entries under their own target (no-replace, idempotent; a crash half-way is finished by the next
- * open). A record that cannot be decoded is indexed as unbound, so it still
- * stops every dispatch with store_corrupt (fail closed), as before.
+ * Invariant U: every blocking record has its entry under unresolved/ (in its
+ * target's bucket, or _unbound). An update therefore writes the entry BEFORE
+ * a record that blocks (an existing entry is kept) and removes it only AFTER
+ * the record that stopped blocking is durable (S4 between the two). A crash
+ * leaves at worst an entry too many — a record that no longer blocks, read
+ * and dropped by every reader — never one too few. migrate-store removes such
+ * leftovers. So the blocking check reads only the target's unresolved records
+ * and _unbound's, and list({ unresolved }) only the unresolved index: neither
+ * depends on how many records the store has ever held.
+ *
+ * Identity (request id, minion id, JID) never changes, so neither do the
+ * history entries. The blocking state is derived from the records themselves;
+ * the index only says where to look.
  */
 
-export const DEFAULT_FILE_STORE_ROOT = '/var/lib/oduflow/master';
-const DEFAULT_LOCK_WAIT_MS = 30_000;
+export { DEFAULT_FILE_STORE_ROOT } from './store-format.js';
 
 export interface FileRecordStoreOptions {
   /** Absolute path of the store directory; created 0700 when missing. */
@@ -70,79 +82,21 @@ export interface FileRecordStoreOptions {
    */
   readonly create?: boolean;
   /**
-   * Test seam for the boundaries inside a create (S1, S2; see crash-points.ts).
-   * Default: SIGKILL this process when ODUFLOW_TEST_CRASH_AT names the point.
+   * Test seam at the store's durable boundaries (S1–S4; see crash-points.ts).
+   * Default: nothing. Production code never arms it; tests pass a function
+   * that throws or SIGKILLs the process there.
    */
   readonly crashAt?: (point: StoreCrashPoint) => void;
 }
 
-interface Dirs {
-  readonly root: PrivateDir;
-  readonly requests: PrivateDir;
-  readonly jids: PrivateDir;
-  readonly locks: PrivateDir;
-  readonly targets: PrivateDir;
-  readonly unbound: PrivateDir;
-}
-
-const STORE_LOCK = 'store.lock';
-
-function noStore(root: string): MasterRunnerError {
-  return new MasterRunnerError('not_found', `there is no record store at ${root}`, { detail: 'no_store' });
-}
-
-function isNotFound(error: unknown): boolean {
-  return ReceiptStoreError.isInstance(error) && error.code === 'not_found';
-}
-
-function openDirs(root: string, create: boolean): Dirs {
-  let dir: PrivateDir;
-  try {
-    dir = openPrivateDir(root, { create });
-  } catch (error) {
-    if (!create && isNotFound(error)) throw noStore(root);
-    throw error;
-  }
-  if (!create) {
-    // A directory without requests/ holds no store yet: leave it untouched.
-    try {
-      dir.subdir('requests').close();
-    } catch (error) {
-      dir.close();
-      if (isNotFound(error)) throw noStore(root);
-      throw error;
-    }
-  }
-  // Every handle opened so far is closed if a later one fails (no fd leak on a refused store).
-  const opened: PrivateDir[] = [dir];
-  try {
-    const open = (name: string): PrivateDir => {
-      const sub = dir.subdir(name, { create: true });
-      opened.push(sub);
-      return sub;
-    };
-    return {
-      root: dir,
-      requests: open('requests'),
-      jids: open('jids'),
-      locks: open('locks'),
-      targets: open('targets'),
-      unbound: open('unbound'),
-    };
-  } catch (error) {
-    for (const handle of opened.reverse()) handle.close();
-    throw error;
-  }
-}
+const noCrash = (): void => undefined;
 
 export async function createFileRecordStore(options: FileRecordStoreOptions = {}): Promise<RecordStore> {
-  const root = options.root ?? DEFAULT_FILE_STORE_ROOT;
-  if (!isAbsolute(root)) throw new MasterRunnerError('config_invalid', 'the store directory must be an absolute path');
-  const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
-  const dirs = await storeCall('opening the record store', () => openDirs(root, options.create ?? true));
-  const store = new FileRecordStore(root, dirs, lockWaitMs, options.crashAt ?? crashIfRequested);
+  const root = storeRoot(options.root);
+  const dirs = await storeCall('opening the record store', () => openStoreDirs(root, { create: options.create ?? true, sweep: false }));
+  const store = new FileRecordStore(root, dirs, options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, options.crashAt ?? noCrash);
   try {
-    await store.indexUnindexedRecords();
+    await store.checkFormat();
   } catch (error) {
     await store.close();
     throw error;
@@ -154,47 +108,38 @@ function byRequestId(a: RequestRecord, b: RequestRecord): number {
   return a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0;
 }
 
-function isAlreadyExists(error: unknown): boolean {
-  return ReceiptStoreError.isInstance(error) && error.code === 'already_exists';
-}
+const BLOCKING: ReadonlySet<string> = new Set(BLOCKING_STATES);
 
-/** A record that cannot be read as a record (not JSON, damaged, not a private regular file). */
-function isUnreadableRecord(error: unknown): boolean {
-  if (MasterRunnerError.isInstance(error)) return error.code === 'store_corrupt';
-  return ReceiptStoreError.isInstance(error) && (error.code === 'malformed_json' || error.code === 'unsafe_path');
+/** Whether every record the filter can return blocks: then the unresolved index holds them all. */
+function needsOnlyBlocking(filter: RecordFilter): boolean {
+  return filter.unresolved === true || (filter.states !== undefined && filter.states.every((s) => BLOCKING.has(s)));
 }
 
 class FileRecordStore implements RecordStore {
   readonly location: string;
-  readonly #dirs: Dirs;
+  readonly #dirs: StoreDirs;
   readonly #lockWaitMs: number;
   readonly #crashAt: (point: StoreCrashPoint) => void;
 
-  constructor(location: string, dirs: Dirs, lockWaitMs: number, crashAt: (point: StoreCrashPoint) => void) {
+  constructor(location: string, dirs: StoreDirs, lockWaitMs: number, crashAt: (point: StoreCrashPoint) => void) {
     this.location = location;
     this.#dirs = dirs;
     this.#lockWaitMs = lockWaitMs;
     this.#crashAt = crashAt;
   }
 
-  /**
-   * Writes the missing index entries of records that have none (a store
-   * written before the target index). Run by createFileRecordStore before the
-   * store is handed out; returns how many records it indexed. Directory
-   * listings only when nothing is missing; idempotent; under the store lock.
-   */
-  async indexUnindexedRecords(): Promise<number> {
-    if ((await storeCall('checking the target index', () => this.#unindexed())).length === 0) return 0;
-    const lock = await this.#lock(STORE_LOCK);
-    try {
-      return await storeCall('indexing records', () => {
-        const missing = this.#unindexed(); // again, under the lock: another opener may have done it
-        for (const id of missing) this.#indexExisting(id);
-        return missing.length;
-      });
-    } finally {
-      lock.release();
-    }
+  /** Accepts a marked store; marks an empty one; refuses any other (see store-format.ts). */
+  async checkFormat(): Promise<void> {
+    await this.#shared(() =>
+      storeCall('checking the store format', () => {
+        const format = readFormat(this.#dirs.root);
+        if (format === 'current') return;
+        if (format === 'unknown') throw unknownFormat(this.location);
+        // Lists requests/ and jids/: only a store that is empty or needs migrating gets here.
+        if (!isEmptyStore(this.#dirs)) throw needsMigration(this.location);
+        writeFormat(this.#dirs.root);
+      }),
+    );
   }
 
   async get(requestId: string): Promise<RequestRecord | undefined> {
@@ -203,10 +148,7 @@ class FileRecordStore implements RecordStore {
   }
 
   async list(filter: RecordFilter = {}): Promise<RequestRecord[]> {
-    const minionId = filter.minionId;
-    const records = await storeCall('listing records', () =>
-      minionId === undefined ? this.#readAll() : this.#readIds(this.#targetIds(minionId)),
-    );
+    const records = await this.#shared(() => storeCall('listing records', () => this.#candidates(filter)));
     return records.filter((r) => {
       if (filter.minionId !== undefined && r.minion_id !== filter.minionId) return false;
       if (filter.unresolved === true && !isBlocking(r)) return false;
@@ -218,50 +160,61 @@ class FileRecordStore implements RecordStore {
   async withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T> {
     // The lock file is named from the id: never from one that is not a minion id.
     if (!isMinionId(minionId)) throw new MasterRunnerError('invalid_input', 'not a minion id', { detail: 'invalid_minion_id' });
-    const lock = await this.#lock(`target-${minionId}.lock`);
-    try {
-      return await work({
-        minionId,
-        blockers: () => storeCall('checking the target', () => this.#blockers(minionId)),
-        create: (record) => storeCall('creating a record', () => this.#create(minionId, record)),
-      });
-    } finally {
-      lock.release();
-    }
+    return this.#shared(async () => {
+      const lock = await this.#lock(`target-${minionId}.lock`);
+      try {
+        return await work({
+          minionId,
+          blockers: () => storeCall('checking the target', () => this.#blockers(minionId)),
+          create: (record) => storeCall('creating a record', () => this.#create(minionId, record)),
+        });
+      } finally {
+        lock.release();
+      }
+    });
   }
 
   async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome> {
     if (!isRecordId(requestId)) throw new MasterRunnerError('not_found', 'no record with that request id');
-    // Records are never removed, so a record seen here still exists under the
-    // lock; a request id without a record never gets a lock file.
-    if ((await storeCall('reading a record', () => this.#read(requestId))) === undefined) {
-      throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
-    }
-    const lock = await this.#lock(`request-${requestId}.lock`);
-    try {
-      const before = await storeCall('reading a record', () => this.#read(requestId));
-      if (before === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
-      const after = decide(before);
-      if (after === before) return { before, after, changed: false };
-      if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
-        throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
+    return this.#shared(async () => {
+      // Records are never removed, so a record seen here still exists under the
+      // lock; a request id without a record never gets a lock file.
+      if ((await storeCall('reading a record', () => this.#read(requestId))) === undefined) {
+        throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
       }
-      await storeCall('writing a record', () =>
-        this.#dirs.requests.writeJsonAtomic(recordFileName(requestId), encodeRecord(after), { replace: true }),
-      );
-      return { before, after, changed: true };
-    } finally {
-      lock.release();
-    }
+      const lock = await this.#lock(`request-${requestId}.lock`);
+      try {
+        const before = await storeCall('reading a record', () => this.#read(requestId));
+        if (before === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
+        const after = decide(before);
+        if (after === before) return { before, after, changed: false };
+        if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
+          throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
+        }
+        await storeCall('writing a record', () => this.#replace(before, after));
+        return { before, after, changed: true };
+      } finally {
+        lock.release();
+      }
+    });
   }
 
   async close(): Promise<void> {
-    const { requests, jids, locks, targets, unbound, root } = this.#dirs;
-    for (const dir of [requests, jids, locks, targets, unbound, root]) dir.close();
+    closeStoreDirs(this.#dirs);
   }
 
-  async #lock(name: string): Promise<FileLock> {
-    return storeCall('locking', () => this.#dirs.locks.lock(name, { wait: this.#lockWaitMs }));
+  async #lock(name: string, options: { readonly shared?: boolean } = {}): Promise<FileLock> {
+    return storeCall('locking', () => this.#dirs.locks.lock(name, { wait: this.#lockWaitMs, shared: options.shared === true }));
+  }
+
+  /** Runs `work` holding the store lock shared: never beside a migration. */
+  async #shared<T>(work: () => Promise<T>): Promise<T> {
+    const lock = await this.#lock(STORE_LOCK, { shared: true });
+    try {
+      return await work();
+    } finally {
+      lock.release();
+    }
   }
 
   #read(requestId: string): RequestRecord | undefined {
@@ -269,11 +222,7 @@ class FileRecordStore implements RecordStore {
     return raw === undefined ? undefined : decodeRecord(raw, requestId);
   }
 
-  #readAll(): RequestRecord[] {
-    return this.#readIds(this.#idsIn(this.#dirs.requests));
-  }
-
-  /** The records stored under `ids` (missing ones skipped), in request-id order. */
+  /** The records stored under `ids` (missing ones skipped, duplicates once), in request-id order. */
   #readIds(ids: Iterable<string>): RequestRecord[] {
     const records: RequestRecord[] = [];
     for (const id of new Set(ids)) {
@@ -283,111 +232,44 @@ class FileRecordStore implements RecordStore {
     return records.sort(byRequestId);
   }
 
-  /** Record ids named by the entries of `dir` (records, or index entries: same names). */
-  #idsIn(dir: PrivateDir): string[] {
-    const ids: string[] = [];
-    for (const name of dir.list()) {
-      const id = recordIdFromFileName(name);
-      if (id !== undefined) ids.push(id);
+  /** What list() reads: the unresolved index when the filter keeps only blocking records. */
+  #candidates(filter: RecordFilter): RequestRecord[] {
+    if (needsOnlyBlocking(filter)) {
+      const buckets = filter.minionId === undefined ? this.#dirs.unresolved.list().filter(isBucket) : [filter.minionId, UNBOUND_BUCKET];
+      return this.#readIds(buckets.flatMap((bucket) => this.#entryIds(this.#dirs.unresolved, bucket)));
     }
-    return ids;
+    if (filter.minionId !== undefined) return this.#readIds(this.#entryIds(this.#dirs.targets, filter.minionId));
+    return this.#readIds(idsIn(this.#dirs.requests));
   }
 
-  /** Ids indexed under the target; pointers only (the record may be missing or bound elsewhere). */
-  #targetIds(minionId: string): string[] {
-    if (!isMinionId(minionId)) return []; // no record can be bound to it
-    let dir: PrivateDir;
-    try {
-      dir = this.#dirs.targets.subdir(minionId);
-    } catch (error) {
-      if (ReceiptStoreError.isInstance(error) && error.code === 'not_found') return [];
-      throw error;
-    }
-    try {
-      return this.#idsIn(dir);
-    } finally {
-      dir.close();
-    }
+  /** Ids listed under `parent/<bucket>/`; pointers only (the record may be missing, bound elsewhere or settled). */
+  #entryIds(parent: PrivateDir, bucket: string): string[] {
+    if (!isBucket(bucket)) return []; // no record is ever indexed there
+    return inSubdir(parent, bucket, false, idsIn, []);
   }
 
   #blockers(minionId: string): RequestRecord[] {
-    const candidates = [...this.#targetIds(minionId), ...this.#idsIn(this.#dirs.unbound)];
+    const candidates = [...this.#entryIds(this.#dirs.unresolved, minionId), ...this.#entryIds(this.#dirs.unresolved, UNBOUND_BUCKET)];
     return this.#readIds(candidates).filter((r) => isBlocking(r) && (r.minion_id === minionId || r.minion_id === null));
   }
 
-  /** Writes the index entry of record `id` (no-replace; an existing entry is kept: the binding never changes). */
-  #writeIndex(id: string, minionId: string | null): void {
-    const write = (dir: PrivateDir): void => {
-      try {
-        dir.writeJsonAtomic(recordFileName(id), { request_id: id, minion_id: minionId }, { replace: false });
-      } catch (error) {
-        if (!isAlreadyExists(error)) throw error;
-      }
-    };
-    if (minionId === null) {
-      write(this.#dirs.unbound);
-      return;
-    }
-    const dir = this.#dirs.targets.subdir(minionId, { create: true });
-    try {
-      write(dir);
-    } finally {
-      dir.close();
-    }
+  /** Adds the unresolved entry of a record (kept when it exists). */
+  #markUnresolved(record: RequestRecord): void {
+    inSubdir(this.#dirs.unresolved, bucketOf(record.minion_id), true, (dir) => {
+      if (!hasEntry(dir, record.request_id)) writeEntry(dir, record.request_id, record.minion_id);
+    }, undefined);
   }
 
-  /**
-   * Ids of records that have no index entry under their own target (or in
-   * unbound/). An entry under another target alone does not count: a dangling
-   * entry (S2 crash, lost request-id race) must not hide a record bound to
-   * another minion, e.g. one restored into requests/.
-   */
-  #unindexed(): string[] {
-    // Records first: this store writes an entry before its record, so a record
-    // listed here has its entry by the time the index is listed below.
-    const ids = this.#idsIn(this.#dirs.requests);
-    if (ids.length === 0) return [];
-    const unbound = new Set(this.#idsIn(this.#dirs.unbound));
-    const targetsOf = new Map<string, Set<string>>();
-    for (const target of this.#dirs.targets.list()) {
-      for (const id of this.#targetIds(target)) {
-        const targets = targetsOf.get(id) ?? new Set<string>();
-        targets.add(target);
-        targetsOf.set(id, targets);
-      }
-    }
-    return ids.filter((id) => {
-      if (unbound.has(id)) return false;
-      const targets = targetsOf.get(id);
-      if (targets === undefined) return true;
-      return !this.#indexedUnderOwnTarget(id, targets);
-    });
+  #unmarkUnresolved(record: RequestRecord): void {
+    inSubdir(this.#dirs.unresolved, bucketOf(record.minion_id), false, (dir) => removeEntry(dir, record.request_id), undefined);
   }
 
-  /** Whether record `id` names one of `targets` (an unreadable or vanished record counts as indexed, as before). */
-  #indexedUnderOwnTarget(id: string, targets: ReadonlySet<string>): boolean {
-    let record: RequestRecord | undefined;
-    try {
-      record = this.#read(id);
-    } catch (error) {
-      if (isUnreadableRecord(error)) return true;
-      throw error;
-    }
-    return record === undefined || (record.minion_id !== null && targets.has(record.minion_id));
-  }
-
-  /** Indexes a record that exists without an entry; one that cannot be read blocks every target (fail closed). */
-  #indexExisting(id: string): void {
-    let minionId: string | null;
-    try {
-      const record = this.#read(id);
-      if (record === undefined) return;
-      minionId = record.minion_id;
-    } catch (error) {
-      if (!isUnreadableRecord(error)) throw error;
-      minionId = null;
-    }
-    this.#writeIndex(id, minionId);
+  /** Replaces a record, keeping invariant U (the unresolved entry before a blocking record, removed after). */
+  #replace(before: RequestRecord, after: RequestRecord): void {
+    if (isBlocking(after)) this.#markUnresolved(after);
+    this.#dirs.requests.writeJsonAtomic(recordFileName(after.request_id), encodeRecord(after), { replace: true });
+    this.#crashAt('S4');
+    if (isBlocking(before) && !isBlocking(after)) this.#unmarkUnresolved(after);
   }
 
   #create(minionId: string, record: ProtocolRequestRecord): CreateOutcome {
@@ -402,13 +284,15 @@ class FileRecordStore implements RecordStore {
       throw error;
     }
     this.#crashAt('S1');
-    // W2: the target index entry, before the record, so no record is ever unindexed.
-    // An entry left by an earlier crashed attempt of the same request is kept.
-    this.#writeIndex(record.request_id, minionId);
+    // W2, W3: the index entries, before the record, so no record is ever unindexed.
+    // Entries left by an earlier crashed attempt of the same request are kept.
+    inSubdir(this.#dirs.targets, minionId, true, (dir) => writeEntry(dir, record.request_id, minionId), false);
     this.#crashAt('S2');
-    // W3: the record. A request id created concurrently under another target
-    // loses here; its reserved JID stays burned and its index entry points to
-    // a record of another target, which blockers() ignores: both harmless.
+    if (isBlocking(record)) this.#markUnresolved(record);
+    this.#crashAt('S3');
+    // W4: the record. A request id created concurrently under another target
+    // loses here; its reserved JID stays burned and its entries point to a
+    // record of another target, which readers ignore: both harmless.
     try {
       this.#dirs.requests.writeJsonAtomic(recordFileName(record.request_id), encodeRecord(record), { replace: false });
     } catch (error) {

@@ -3,6 +3,8 @@ export * from './record-store.js';
 export * from './record-id.js';
 export * from './record-codec.js';
 export * from './file-record-store.js';
+export { migrateFileRecordStore, type MigrateFileStoreOptions, type MigrateFileStoreReport } from './migrate-store.js';
+export { FILE_STORE_FORMAT_VERSION } from './store-format.js';
 export * from './salt-client.js';
 export * from './salt-api-client.js';
 export * from './credentials.js';

@@ -8,6 +8,14 @@ import { native } from './native.js';
 export interface PrivateDirOptions {
   /** Create missing directories (mode 0700, owned by the effective user). Default false. */
   create?: boolean;
+  /**
+   * Remove temporary files left by dead writers when the directory is opened
+   * (default true). That clean-up lists the whole directory, so a caller that
+   * opens a directory of many entries often passes false and removes stale
+   * temporary files in a maintenance step of its own: they are never read
+   * (list() leaves them out) and cost only disk space.
+   */
+  removeStaleTemps?: boolean;
 }
 
 export interface WriteJsonOptions {
@@ -259,7 +267,7 @@ class PinnedPrivateDir implements PrivateDir {
     const display = this.#display(name);
     const fd = openPrivateChild(this.#dirFd(), name, display, options.create === true);
     try {
-      removeStaleTemps(fd, display);
+      if (options.removeStaleTemps !== false) removeStaleTemps(fd, display);
     } catch (error) {
       closeQuietly(fd);
       throw error;
@@ -469,7 +477,8 @@ function unlinkIfPresentQuietly(dirFd: number, name: string): void {
  * with O_DIRECTORY|O_NOFOLLOW relative to the previous one's fd. Existing
  * ancestors must pass checkAncestor; every directory this call creates and
  * the final directory must be owned by the effective user with mode 0700.
- * Stale temporary files in the final directory are removed. The returned
+ * Stale temporary files in the final directory are removed (unless
+ * `removeStaleTemps: false`). The returned
  * handle is pinned to the final directory's fd.
  */
 export function openPrivateDir(absPath: string, options: PrivateDirOptions = {}): PrivateDir {
@@ -517,7 +526,7 @@ export function openPrivateDir(absPath: string, options: PrivateDirOptions = {})
       closeQuietly(fd);
       fd = child;
     }
-    removeStaleTemps(fd, display);
+    if (options.removeStaleTemps !== false) removeStaleTemps(fd, display);
   } catch (error) {
     closeQuietly(fd);
     throw error;

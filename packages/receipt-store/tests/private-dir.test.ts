@@ -180,6 +180,23 @@ describe('temporary files', () => {
     expect((openPrivateDir(storePath).readJson('receipt') as { i: number }).i).toBe(399);
   });
 
+  it('leaves a dead writer\'s temporary file alone when opened with removeStaleTemps: false, and removes it on a default open', () => {
+    const storePath = join(root, 'store');
+    openPrivateDir(storePath, { create: true }).subdir('sub', { create: true }).close();
+    // Nobody holds a flock on these: they are what a SIGKILLed writer leaves.
+    writeFileSync(join(storePath, '.tmp-dead'), '{', { mode: 0o600 });
+    writeFileSync(join(storePath, 'sub', '.tmp-dead'), '{', { mode: 0o600 });
+    const kept = openPrivateDir(storePath, { removeStaleTemps: false });
+    kept.subdir('sub', { removeStaleTemps: false }).close();
+    expect(temps(storePath)).toEqual(['.tmp-dead']);
+    expect(temps(join(storePath, 'sub'))).toEqual(['.tmp-dead']);
+    kept.subdir('sub').close();
+    expect(temps(join(storePath, 'sub'))).toEqual([]);
+    kept.close();
+    openPrivateDir(storePath).close();
+    expect(temps(storePath)).toEqual([]);
+  });
+
   it('keeps a temporary file whose writer is still alive (it holds a flock on it)', async () => {
     const storePath = join(root, 'store');
     openPrivateDir(storePath, { create: true }).close();

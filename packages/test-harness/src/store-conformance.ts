@@ -2,6 +2,7 @@ import { MasterRunnerError, type RecordStore } from '@oduflow/master-runner';
 import {
   applyEvent,
   createRequestRecord,
+  isBlocking,
   type ProtocolRequestRecord,
   type RequestEvent,
   type RequestRecord,
@@ -20,7 +21,7 @@ export interface StoreUnderTest {
   /**
    * Leaves in the store exactly what a crash inside `create` leaves after the
    * last durable write before the record itself (the file store: JID reserved
-   * and target index entry written, record not). A store whose create is one
+   * and every index entry written, record not). A store whose create is one
    * transaction has no such state and omits it; the cases using it are skipped.
    */
   interruptCreate?(record: ProtocolRequestRecord): Promise<void>;
@@ -196,6 +197,35 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
       expect((await store.list({ states: ['rejected'] })).map((r) => r.request_id)).toEqual([requestId(3)]);
     });
 
+    it('lists as unresolved exactly the records that block, over many targets, as they settle', async () => {
+      const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
+      for (let n = 1; n <= 12; n += 1) await put(store, record(n, minion(n % 4)));
+      for (const n of [2, 5, 9]) await store.updateRequest(requestId(n), (r) => step(r, 'reconciled'));
+      await store.updateRequest(requestId(7), (r) => step(r, 'intent_recorded', 'publish_acked', 'observed'));
+      await store.updateRequest(requestId(4), (r) => step(r, 'intent_recorded'));
+      const all = await store.list();
+      const blocking = all.filter(isBlocking);
+      expect(blocking.map((r) => r.request_id)).toEqual([1, 3, 4, 6, 8, 10, 11, 12].map(requestId));
+      expect(await store.list({ unresolved: true })).toEqual(blocking);
+      expect((await store.list({ unresolved: true, minionId: minion(1) })).map((r) => r.request_id)).toEqual([requestId(1)]);
+      expect((await store.list({ states: ['publishing', 'published', 'running'] })).map((r) => r.request_id)).toEqual([requestId(4)]);
+      expect((await store.list({ states: ['prepared'], minionId: minion(0) })).map((r) => r.request_id)).toEqual([requestId(8), requestId(12)]);
+      expect((await store.list({ states: ['succeeded', 'reconciled'] })).map((r) => r.request_id)).toEqual([2, 5, 7, 9].map(requestId));
+    });
+
+    it('reports a record as unresolved and as a blocker whenever its stored state blocks, whichever way an update went', async () => {
+      await put(store, record(1));
+      await store.updateRequest(requestId(1), (r) => step(r, 'capability_failed'));
+      expect(await store.list({ unresolved: true })).toEqual([]);
+      // No event of protocol 1 does this (settled states are terminal); the store must not rely on it.
+      await store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), state: 'unknown' }));
+      expect((await store.list({ unresolved: true })).map((r) => r.request_id)).toEqual([requestId(1)]);
+      expect((await store.withTarget(MINION, (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(1)]);
+      await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'));
+      expect(await store.list({ unresolved: true })).toEqual([]);
+      expect(await store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
+    });
+
     it('serializes concurrent units on one request so no update is lost', async () => {
       await put(store, record(1));
       const bump = (r: RequestRecord): RequestRecord => ({ ...(r as ProtocolRequestRecord), publish_attempts: (r as ProtocolRequestRecord).publish_attempts + 1 });
@@ -209,6 +239,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
       expect(await store.get(requestId(1))).toBeUndefined();
       expect(await store.list()).toEqual([]);
       expect(await store.list({ minionId: MINION })).toEqual([]);
+      expect(await store.list({ unresolved: true })).toEqual([]);
       expect(await store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
       // The JID stays reserved, for every target.
       expect(await store.withTarget(MINION, (u) => u.create(record(2, MINION, 1)))).toEqual({ created: false, reason: 'jid_taken' });

@@ -18,14 +18,14 @@ runRecordStoreConformance('file store', async () => {
   return {
     store,
     // The real create path of a second store on the same directory, stopped at
-    // S2 (JID and target index written, record not) as a SIGKILL there would.
+    // S3 (JID and every index entry written, record not) as a SIGKILL there would.
     interruptCreate: async (record) => {
-      const interrupted = new Error('interrupted at S2');
+      const interrupted = new Error('interrupted at S3');
       const other = await createFileRecordStore({
         root,
         lockWaitMs: 10_000,
         crashAt: (point) => {
-          if (point === 'S2') throw interrupted;
+          if (point === 'S3') throw interrupted;
         },
       });
       try {

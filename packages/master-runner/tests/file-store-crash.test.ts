@@ -1,0 +1,176 @@
+import { applyEvent, createRequestRecord, isBlocking, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFileRecordStore } from '../src/file-record-store.js';
+import { migrateFileRecordStore } from '../src/migrate-store.js';
+import type { RecordStore } from '../src/record-store.js';
+import { MINION, OTHER_MINION, refusal, scratchDir } from './support/harness.js';
+import { runStoreJob, startStoreJob, type StoreRun } from './support/store-process.js';
+
+/*
+ * The file store's own durable boundaries (S1–S6, crash-points.ts), each hit
+ * by a real SIGKILL in a separate process, then recovered by this process
+ * from what is on disk.
+ */
+
+const AT = '2026-11-29T10:00:00.000Z';
+const requestId = (n: number): string => `6f1c2b8e-4d3a-4b5c-9e7f-${n.toString(16).padStart(12, '0')}`;
+const jid = (n: number): string => (20261129100000000000n + BigInt(n)).toString();
+
+function prepared(n: number, minionId = MINION, jidNumber = n): ProtocolRequestRecord {
+  return createRequestRecord({ request_id: requestId(n), minion_id: minionId, profile: 'configure', state_digest: '', jid: jid(jidNumber), at: AT });
+}
+
+function reconciled(record: RequestRecord): RequestRecord {
+  return applyEvent(record, { type: 'reconciled', at: AT, reason: 'checked on the host', actor: 'ops' });
+}
+
+function killed(run: StoreRun): void {
+  expect(run.signal, `stdout: ${run.stdout} stderr: ${run.stderr}`).toBe('SIGKILL');
+}
+
+let root: string;
+let remove: () => void;
+const opened: RecordStore[] = [];
+
+beforeEach(() => {
+  const scratch = scratchDir('oduflow-store-crash-');
+  root = join(scratch.dir, 'store');
+  remove = scratch.remove;
+});
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.close();
+  remove();
+});
+
+async function open(lockWaitMs = 10_000): Promise<RecordStore> {
+  const store = await createFileRecordStore({ root, lockWaitMs });
+  opened.push(store);
+  return store;
+}
+
+const entries = (...path: string[]): string[] => {
+  const dir = join(root, ...path);
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+};
+
+async function blockerIds(store: RecordStore, minionId = MINION): Promise<string[]> {
+  return (await store.withTarget(minionId, (u) => u.blockers())).map((r) => r.request_id);
+}
+
+describe('the crash seam in production', () => {
+  it('is never armed by the environment: with ODUFLOW_TEST_CRASH_AT set and no crashAt given, every step runs to its end', async () => {
+    await (await open()).close();
+    for (const point of ['S1', 'S2', 'S3', 'S4', 'S5', 'S6']) {
+      const env = { ODUFLOW_TEST_CRASH_AT: point };
+      const n = Number(point.slice(1));
+      const create = await runStoreJob({ op: 'create', root, record: prepared(n) }, env);
+      expect(create, create.stderr).toMatchObject({ code: 0, signal: null });
+      expect(create.stdout).toContain('DONE {"created":true');
+      expect((await runStoreJob({ op: 'update', root, record: reconciled(prepared(n)) }, env)).code).toBe(0);
+      expect((await runStoreJob({ op: 'migrate', root }, env)).code).toBe(0);
+    }
+    expect((await (await open()).list()).map((r) => r.state)).toEqual(Array(6).fill('reconciled'));
+  });
+});
+
+describe('SIGKILL inside a create (real process)', () => {
+  for (const point of ['S1', 'S2', 'S3'] as const) {
+    it(`${point}: the JID stays burned, nothing blocks, and the request can be created again under a new JID`, async () => {
+      await (await open()).close();
+      killed(await runStoreJob({ op: 'create', root, record: prepared(1), at: point }));
+      expect(entries('jids')).toEqual([`${jid(1)}.json`]);
+      expect(entries('requests')).toEqual([]);
+      expect(entries('targets', MINION)).toEqual(point === 'S1' ? [] : [`${requestId(1)}.json`]);
+      expect(entries('unresolved', MINION)).toEqual(point === 'S3' ? [`${requestId(1)}.json`] : []);
+
+      const store = await open();
+      expect(await blockerIds(store)).toEqual([]);
+      expect(await store.list({ unresolved: true })).toEqual([]);
+      expect(await store.withTarget(OTHER_MINION, (u) => u.create(prepared(2, OTHER_MINION, 1)))).toEqual({ created: false, reason: 'jid_taken' });
+      expect(await store.withTarget(MINION, (u) => u.create(prepared(1, MINION, 5)))).toMatchObject({ created: true });
+      expect(await blockerIds(store)).toEqual([requestId(1)]);
+      expect((await store.list({ unresolved: true })).map((r) => r.jid)).toEqual([jid(5)]);
+    });
+  }
+});
+
+describe('SIGKILL inside an update (real process)', () => {
+  it('S4: a record settled on disk whose unresolved entry outlived it frees the target; migrate-store removes the entry', async () => {
+    const store = await open();
+    await store.withTarget(MINION, (u) => u.create(prepared(1)));
+    killed(await runStoreJob({ op: 'update', root, record: reconciled(prepared(1)), at: 'S4' }));
+    expect((await store.get(requestId(1)))?.state).toBe('reconciled');
+    expect(entries('unresolved', MINION)).toEqual([`${requestId(1)}.json`]);
+
+    expect(await blockerIds(store)).toEqual([]);
+    expect(await store.list({ unresolved: true })).toEqual([]);
+    expect(await store.withTarget(MINION, (u) => u.create(prepared(2)))).toMatchObject({ created: true });
+    expect(await migrateFileRecordStore({ root })).toMatchObject({ records: 2, unresolved: 1, staleEntriesRemoved: 1 });
+    expect(entries('unresolved', MINION)).toEqual([`${requestId(2)}.json`]);
+  });
+});
+
+describe('SIGKILL during migrate-store (real process)', () => {
+  /** A store of the layout before any index: 30 records over two targets, every third still blocking. */
+  async function version0Store(): Promise<void> {
+    const store = await open();
+    for (let n = 1; n <= 30; n += 1) {
+      const minionId = n % 2 === 0 ? MINION : OTHER_MINION;
+      await store.withTarget(minionId, (u) => u.create(prepared(n, minionId)));
+      if (n % 3 !== 0) await store.updateRequest(requestId(n), reconciled);
+    }
+    await store.close();
+    opened.splice(0);
+    for (const name of ['targets', 'unbound', 'unresolved', 'format.json']) rmSync(join(root, name), { recursive: true });
+  }
+
+  async function expectComplete(): Promise<void> {
+    const store = await open();
+    const blocking = (await store.list()).filter(isBlocking).map((r) => r.request_id);
+    expect(blocking).toHaveLength(10);
+    expect((await store.list({ unresolved: true })).map((r) => r.request_id)).toEqual(blocking);
+    expect(entries('unresolved', MINION).length + entries('unresolved', OTHER_MINION).length).toBe(10);
+    expect(entries('targets', MINION).length + entries('targets', OTHER_MINION).length).toBe(30);
+    expect((await blockerIds(store)).length).toBe(5);
+  }
+
+  for (const [point, nth] of [['S5', 1], ['S5', 17], ['S6', 1]] as const) {
+    it(`${point}${point === 'S5' ? ` after record ${nth}` : ''}: the store stays refused until a rerun completes it`, async () => {
+      await version0Store();
+      killed(await runStoreJob({ op: 'migrate', root, at: point, nth }));
+      expect(existsSync(join(root, 'format.json'))).toBe(false);
+      expect(await refusal(createFileRecordStore({ root }))).toMatchObject({ code: 'store_format', detail: 'needs_migration' });
+
+      const report = await migrateFileRecordStore({ root });
+      expect(report).toMatchObject({ wasCurrent: false, records: 30, unresolved: 10, staleEntriesRemoved: 0 });
+      // What the killed run wrote stays: the rerun writes only the rest (records in id order, every third blocking).
+      const written = point === 'S6' ? 40 : nth + Math.floor(nth / 3);
+      expect(report.historyEntriesWritten + report.unresolvedEntriesWritten).toBe(40 - written);
+      await expectComplete();
+    });
+  }
+
+  it('holds the store lock while it runs: units and openers wait, and a rerun after a SIGKILL completes', async () => {
+    await version0Store();
+    await migrateFileRecordStore({ root });
+    const running = await open(200); // opened while the store was current
+    const migration = startStoreJob({ op: 'migrate', root, at: 'S5', nth: 5, then: 'hold' });
+    try {
+      await migration.holding();
+      expect(await refusal(running.withTarget(MINION, (u) => u.create(prepared(40))))).toMatchObject({ code: 'store_busy' });
+      expect(await refusal(running.updateRequest(requestId(3), reconciled))).toMatchObject({ code: 'store_busy' });
+      expect(await refusal(running.list({ unresolved: true }))).toMatchObject({ code: 'store_busy' });
+      expect(await refusal(createFileRecordStore({ root, lockWaitMs: 200 }))).toMatchObject({ code: 'store_busy' });
+    } finally {
+      killed(await migration.kill());
+    }
+    // Killed mid-run on a current store: its marker was removed first, so openers refuse until a rerun.
+    expect(await refusal(createFileRecordStore({ root }))).toMatchObject({ code: 'store_format', detail: 'needs_migration' });
+    expect(await migrateFileRecordStore({ root })).toMatchObject({ wasCurrent: false, records: 30, unresolved: 10, unresolvedEntriesWritten: 0 });
+    await expectComplete();
+    // The store opened before the migration works again once the lock is free.
+    expect(await running.withTarget(MINION, (u) => u.create(prepared(41, MINION)))).toMatchObject({ created: true });
+  });
+});
