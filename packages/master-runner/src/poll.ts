@@ -5,6 +5,7 @@ import {
   isProtocolRecord,
   parseErrorAnswer,
   parseStatusAnswer,
+  type Observation,
   type ProtocolRequestRecord,
   type RequestEvent,
   type RequestRecord,
@@ -34,8 +35,8 @@ export type PollOutcome =
 export interface PollResult {
   readonly outcome: PollOutcome;
   readonly record: RequestRecord;
-  /** What the minion said (`running`, `succeeded`…) or why nothing usable came back. */
-  readonly observed?: string;
+  /** What this poll saw (a status, an error code, or why nothing usable came back); absent when the minion was not asked. */
+  readonly observed?: Observation;
 }
 
 function bindingOf(record: ProtocolRequestRecord) {
@@ -48,14 +49,30 @@ function bindingOf(record: ProtocolRequestRecord) {
   };
 }
 
-function errorAnswerEvent(ret: unknown, at: string): RequestEvent | undefined {
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** An error answer carries its code, known to this master or not; one that is not well-formed names no code. */
+function errorEvent(ret: Record<string, unknown>, at: string): RequestEvent {
   try {
-    const answer = parseErrorAnswer(ret);
-    return answer.error === 'binding_conflict'
-      ? { type: 'conflict', at, reason: 'minion_binding_conflict' }
-      : { type: 'poll_failed', at, reason: `minion_error_${answer.error}` };
+    return { type: 'minion_error', at, error: parseErrorAnswer(ret).error };
   } catch {
-    return undefined;
+    return { type: 'poll_failed', at, failure: 'invalid_error_answer' };
+  }
+}
+
+/** What the minion's return says, validated against the record's exact binding. */
+function answerEvent(record: ProtocolRequestRecord, retcode: number, ret: unknown, at: string): RequestEvent {
+  if (isRecord(ret) && Object.hasOwn(ret, 'error')) return errorEvent(ret, at);
+  // A status answer comes with retcode 0; a refusal may come with 1 (as `run` answers it).
+  const refusal = isRecord(ret) && ret['status'] === 'refused';
+  if (retcode !== 0 && !refusal) return { type: 'poll_failed', at, failure: 'not_a_protocol_answer' };
+  try {
+    return { type: 'observed', at, answer: parseStatusAnswer(ret, bindingOf(record)) };
+  } catch (error) {
+    if (!ProtocolError.isInstance(error)) throw error;
+    return { type: 'poll_failed', at, failure: error.code === 'binding_conflict' ? 'answer_binding_conflict' : 'invalid_status_answer' };
   }
 }
 
@@ -63,37 +80,28 @@ function errorAnswerEvent(ret: unknown, at: string): RequestEvent | undefined {
 export function statusEvent(record: ProtocolRequestRecord, outcome: CallOutcome, at: string): RequestEvent {
   switch (outcome.kind) {
     case 'no_return':
-      return { type: 'poll_failed', at, reason: 'status_no_return' };
     case 'no_target':
-      return { type: 'poll_failed', at, reason: 'status_no_target' };
+      return { type: 'poll_failed', at, failure: outcome.kind };
     case 'failed':
-      return { type: 'poll_failed', at, reason: `status_${outcome.reason}` };
-    case 'returned': {
-      const refusal = errorAnswerEvent(outcome.ret, at);
-      if (refusal !== undefined) return refusal;
-      if (outcome.retcode !== 0) return { type: 'poll_failed', at, reason: 'status_not_a_protocol_answer' };
-      try {
-        return { type: 'observed', at, answer: parseStatusAnswer(outcome.ret, bindingOf(record)) };
-      } catch (error) {
-        if (ProtocolError.isInstance(error) && error.code === 'binding_conflict') {
-          return { type: 'conflict', at, reason: 'answer_binding_conflict' };
-        }
-        if (ProtocolError.isInstance(error)) return { type: 'poll_failed', at, reason: `status_${error.code}` };
-        throw error;
-      }
-    }
+      return { type: 'poll_failed', at, failure: outcome.reason };
+    case 'returned':
+      return answerEvent(record, outcome.retcode, outcome.ret, at);
   }
 }
 
-function observedLabel(event: RequestEvent): string {
+/** The observation a poll event carries (what `last_observation` becomes when it is committed). */
+function observationOf(event: RequestEvent): Observation | undefined {
   switch (event.type) {
     case 'observed':
-      return event.answer.status;
-    case 'conflict':
+      return event.answer.status === 'refused'
+        ? { status: 'refused', reason: event.answer.reason, at: event.at }
+        : { status: event.answer.status, at: event.at };
+    case 'minion_error':
+      return { error: event.error, at: event.at };
     case 'poll_failed':
-      return event.reason;
+      return { failure: event.failure, at: event.at };
     default:
-      return event.type;
+      return undefined;
   }
 }
 
@@ -104,7 +112,8 @@ async function pollRecord(d: ResolvedDeps, record: RequestRecord): Promise<PollR
   const event = statusEvent(record, answer, nowIso(d));
   d.crashAt('P4');
   const committed = await commitEvent(d, record.request_id, event, { stale: 'keep' });
-  return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, observed: observedLabel(event) };
+  const observed = observationOf(event);
+  return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, ...(observed === undefined ? {} : { observed }) };
 }
 
 /** Polls one request. Throws `not_found` for an unknown id; every Salt outcome is a result. */

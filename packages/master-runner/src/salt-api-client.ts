@@ -1,14 +1,30 @@
 import { readPrivatePasswordFile } from './credentials.js';
 import { MasterRunnerError } from './errors.js';
 import { exchange, type HttpOutcome, type HttpResponse } from './http-request.js';
-import type { CallOutcome, PublishOutcome, SaltClient, SaltFailureReason } from './salt-client.js';
+import type {
+  CallOutcome,
+  FleetAnswer,
+  FleetCallOutcome,
+  FleetTarget,
+  PublishOutcome,
+  SaltClient,
+  SaltFailureReason,
+  SaltFleetClient,
+} from './salt-client.js';
 
 /*
  * SaltClient over salt-api's rest_cherrypy (research/salt-internals.md §7–8):
  *   POST /login {username, password, eauth}  → token (body return[0].token, header X-Auth-Token)
  *   POST /  [{client:"local_async", tgt:[id], tgt_type:"list", fun, arg, jid}]  publication under our JID
  *   POST /  [{client:"local", tgt:[id], tgt_type:"list", fun, arg, timeout, full_return:true}]  synchronous call
- * `tgt_type: list` hits exactly the accepted key named, with no glob meaning.
+ *   POST /  [{client:"local", tgt:"client-*", tgt_type:"glob", ...}]  a read-only call to the fleet
+ * `tgt_type: list` hits exactly the accepted keys named, with no glob meaning.
+ * For `local`, salt-api runs LocalClient.cmd (salt/netapi/__init__.py:224-239):
+ * it answers `{}` when no accepted key matched (no publication at all,
+ * client/__init__.py:337-342 and 770-771), and `false` for every minion the publication
+ * expected that did not return (client/__init__.py:787-788). The expected
+ * minions of a glob are every accepted key it matches, from the master's pki
+ * directory (utils/minions.py:226-230, _pki_minions), connected or not.
  *
  * Tokens: the login answer's lifetime (`expire` − `start`) is tracked on the
  * injected clock, from the moment the login was sent. A token is renewed
@@ -119,7 +135,17 @@ function firstReturn(body: string): unknown {
   return parsed['return'][0];
 }
 
-export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
+/** The salt-api client: single-minion publications and calls, and read-only fleet calls. */
+export type SaltApiClient = SaltClient & SaltFleetClient;
+
+/** One entry of a `local` answer with `full_return: true`. */
+function fleetAnswer(entry: unknown): FleetAnswer {
+  if (entry === false) return { kind: 'no_return' };
+  if (!isRecord(entry) || !Object.hasOwn(entry, 'ret') || typeof entry['retcode'] !== 'number') return { kind: 'malformed' };
+  return { kind: 'returned', retcode: entry['retcode'], ret: entry['ret'] };
+}
+
+export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClient {
   const base = parseBaseUrl(options.url);
   if (typeof options.username !== 'string' || options.username === '' || options.username.length > 256) {
     throw new MasterRunnerError('config_invalid', 'the salt-api user name is missing or too long');
@@ -230,6 +256,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
   return {
     publish: (minionId, jid, fun, args) => serialized(() => publishNow(minionId, jid, fun, args)),
     call: (minionId, fun, args, callTimeoutMs) => serialized(() => callNow(minionId, fun, args, callTimeoutMs)),
+    callFleet: (target, fun, args, callTimeoutMs) => serialized(() => callFleetNow(target, fun, args, callTimeoutMs)),
   };
 
   async function publishNow(minionId: string, jid: string, fun: string, args: readonly unknown[]): Promise<PublishOutcome> {
@@ -252,20 +279,41 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
     return { kind: 'acked' };
   }
 
-  async function callNow(minionId: string, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<CallOutcome> {
+  /** A synchronous `local` call; its answers map, or why there is none. */
+  async function local(
+    tgt: string | readonly string[],
+    tgtType: 'list' | 'glob',
+    fun: string,
+    args: readonly unknown[],
+    callTimeoutMs: number
+  ): Promise<{ ok: true; answers: Record<string, unknown> } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
     // Salt's `timeout` is not a hard cap (find_job keeps extending it), so
     // the HTTP deadline is ours and Salt is asked to give up a bit earlier.
     const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.8) / 1000));
+    const target = typeof tgt === 'string' ? tgt : [...tgt];
     const outcome = await postIdempotent(
-      [{ client: 'local', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
+      [{ client: 'local', tgt: target, tgt_type: tgtType, fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
       callTimeoutMs
     );
-    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };
     const { status, body } = outcome.response;
-    if (status >= 500) return { kind: 'failed', reason: 'server_error', sent: true };
-    if (status !== 200) return { kind: 'failed', reason: 'http_error', sent: true };
+    if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
+    if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
     const answers = firstReturn(body);
-    if (!isRecord(answers)) return { kind: 'failed', reason: 'malformed_response', sent: true };
+    if (!isRecord(answers)) return { ok: false, reason: 'malformed_response', sent: true };
+    return { ok: true, answers };
+  }
+
+  async function callFleetNow(target: FleetTarget, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<FleetCallOutcome> {
+    const outcome = 'glob' in target ? await local(target.glob, 'glob', fun, args, callTimeoutMs) : await local(target.list, 'list', fun, args, callTimeoutMs);
+    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    return { kind: 'returned', answers: new Map(Object.entries(outcome.answers).map(([id, entry]) => [id, fleetAnswer(entry)])) };
+  }
+
+  async function callNow(minionId: string, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<CallOutcome> {
+    const outcome = await local([minionId], 'list', fun, args, callTimeoutMs);
+    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    const { answers } = outcome;
     if (Object.keys(answers).length === 0) return { kind: 'no_target' };
     const mine = answers[minionId];
     if (mine === false) return { kind: 'no_return' };
