@@ -25,8 +25,9 @@ describe('parseCapabilities', () => {
     expect(parseCapabilities({ ...READY, ready: false, reasons: [...READINESS_REASONS] }).reasons).toStrictEqual(READINESS_REASONS);
   });
 
-  it('checks the shape only: another Salt with ready true still parses', () => {
+  it('checks the shape only: another Salt, or any text as the Salt version, still parses', () => {
     expect(parseCapabilities({ ...READY, salt_version: '3007.1' }).salt_version).toBe('3007.1');
+    expect(parseCapabilities({ ...READY, salt_version: '' }).salt_version).toBe('');
   });
 
   it.each([
@@ -42,8 +43,7 @@ describe('parseCapabilities', () => {
     ['an uppercase digest', { ...READY, module_sha256: 'AB'.repeat(32) }],
     ['a short digest', { ...READY, module_sha256: 'ab'.repeat(31) }],
     ['a module version that is not semver', { ...READY, module_version: 'v1.1' }],
-    ['a Salt version with a control character', { ...READY, salt_version: '3006.27\u001b[2J' }],
-    ['an empty Salt version', { ...READY, salt_version: '' }],
+    ['a Salt version that is not text', { ...READY, salt_version: 3006.27 }],
     ['an extra key', { ...READY, features: [] }],
     ['reasons as a string', { ...READY, ready: false, reasons: 'cache_jobs' }],
     ['a Salt string answer', "'oduflow_job.capabilities' is not available."],
@@ -77,6 +77,10 @@ describe('capabilityVerdict', () => {
     expect(capabilityVerdict(parseCapabilities({ ...READY, salt_version: '3006.9' }))).toStrictEqual({ ready: false, reasons: ['salt_version'] });
     const both = capabilityVerdict(parseCapabilities({ ...READY, salt_version: '3007.1', ready: false, reasons: ['cache_jobs'] }));
     expect(both).toStrictEqual({ ready: false, reasons: ['salt_version', 'cache_jobs'] });
+  });
+
+  it('is not ready on a Salt version that is no version at all', () => {
+    expect(capabilityVerdict(parseCapabilities({ ...READY, salt_version: '3006.27\n' }))).toStrictEqual({ ready: false, reasons: ['salt_version'] });
   });
 
   it('does not repeat salt_version when the minion reported it already', () => {

@@ -24,6 +24,8 @@ export const READINESS_REASONS = [
   'module_executors',
   'salt_internals',
   'store_unsafe',
+  // appended by module 1.1.0's implementation: the `gpg` renderer caches decrypted ciphertexts on disk
+  'gpg_cache',
 ] as const;
 export type ReadinessReason = (typeof READINESS_REASONS)[number];
 
@@ -32,13 +34,6 @@ export type ReadinessReason = (typeof READINESS_REASONS)[number];
  * its digest (six keys). An answer of an earlier version is "an older module".
  */
 export const READINESS_MODULE_VERSION = '1.1.0' as const;
-
-/**
- * A Salt version as a minion reports it (`3006.27`, `3007.1`, `3006.0rc1`,
- * `3006.9+1.gabc`): ASCII only, so both languages count its length alike and
- * no operator table ever prints a control character a minion sent.
- */
-export const SALT_VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/;
 
 const READINESS_ORDER: ReadonlyMap<string, number> = new Map(READINESS_REASONS.map((reason, index) => [reason, index]));
 
@@ -58,7 +53,8 @@ export const CapabilitiesSchema = z
   .strictObject({
     protocol: z.literal(PROTOCOL_VERSION),
     module_version: z.string().refine(isSemver),
-    salt_version: z.string().regex(SALT_VERSION_PATTERN),
+    // Any text: whether it is the pinned Salt is the verdict's business, not the shape's.
+    salt_version: z.string(),
     module_sha256: z.string().refine(isSha256Hex),
     ready: z.boolean(),
     reasons: ReadinessReasonsSchema,

@@ -51,7 +51,6 @@ export {
   READINESS_MODULE_VERSION,
   READINESS_REASONS,
   ReadinessReasonsSchema,
-  SALT_VERSION_PATTERN,
   capabilityVerdict,
   parseCapabilities,
   type Capabilities,
