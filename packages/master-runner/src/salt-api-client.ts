@@ -16,7 +16,7 @@ import type {
  * SaltClient over salt-api's rest_cherrypy (research/salt-internals.md §7–8):
  *   POST /login {username, password, eauth}  → token (body return[0].token, header X-Auth-Token)
  *   POST /  [{client:"local_async", tgt:[id], tgt_type:"list", fun, arg, jid}]  publication under our JID
- *   POST /  [{client:"local", tgt:[id], tgt_type:"list", fun, arg, timeout, full_return:true}]  synchronous call
+ *   POST /  [{client:"local", tgt:[id], tgt_type:"list", fun, arg, timeout, gather_job_timeout, full_return:true}]  synchronous call
  *   POST /  [{client:"local", tgt:"client-*", tgt_type:"glob", ...}]  a read-only call to the fleet
  * `tgt_type: list` hits exactly the accepted keys named, with no glob meaning.
  * For `local`, salt-api runs LocalClient.cmd (salt/netapi/__init__.py:224-239):
@@ -287,12 +287,27 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     args: readonly unknown[],
     callTimeoutMs: number
   ): Promise<{ ok: true; answers: Record<string, unknown> } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
-    // Salt's `timeout` is not a hard cap (find_job keeps extending it), so
-    // the HTTP deadline is ours and Salt is asked to give up a bit earlier.
-    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.8) / 1000));
+    // Salt waits `timeout`, then asks the minions that have not returned
+    // whether the job still runs and waits `gather_job_timeout` for that
+    // (client/__init__.py:1146-1148, per call): a stopped minion costs both.
+    // Neither is a hard cap (a job still running extends them), so the HTTP
+    // deadline is ours, and Salt is asked to finish well inside it.
+    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.6) / 1000));
+    const gatherJobTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.2) / 1000));
     const target = typeof tgt === 'string' ? tgt : [...tgt];
     const outcome = await postIdempotent(
-      [{ client: 'local', tgt: target, tgt_type: tgtType, fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
+      [
+        {
+          client: 'local',
+          tgt: target,
+          tgt_type: tgtType,
+          fun,
+          arg: [...args],
+          timeout: saltTimeoutS,
+          gather_job_timeout: gatherJobTimeoutS,
+          full_return: true,
+        },
+      ],
       callTimeoutMs
     );
     if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };

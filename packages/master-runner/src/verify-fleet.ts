@@ -89,8 +89,17 @@ function row(minionId: string, status: FleetStatus, facts: Partial<Omit<FleetRow
   return { minion_id: minionId, status, module_version: null, salt_version: null, module_sha256: null, reasons: [], ...facts };
 }
 
+/**
+ * A Salt version as releases spell it (`3006.27`, `3006.0rc1`, `3006.9+1.gabc`).
+ * The protocol takes any text there (the verdict refuses anything but the
+ * pinned one); a table only shows text of this shape, never a control
+ * character a minion sent.
+ */
+const SHOWN_SALT_VERSION = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/;
+
 function capabilitiesRow(minionId: string, c: Capabilities, reasons: readonly ReadinessReason[], expectedSha256: string): FleetRow {
-  const facts = { module_version: c.module_version, salt_version: c.salt_version, module_sha256: c.module_sha256, reasons };
+  const salt_version = SHOWN_SALT_VERSION.test(c.salt_version) ? c.salt_version : null;
+  const facts = { module_version: c.module_version, salt_version, module_sha256: c.module_sha256, reasons };
   if (c.module_sha256 !== expectedSha256) return row(minionId, 'digest_differs', facts);
   return row(minionId, reasons.length === 0 ? 'ready' : 'not_ready', facts);
 }

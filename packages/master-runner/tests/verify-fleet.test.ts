@@ -62,6 +62,11 @@ describe('verifyFleet', () => {
       { status: 'digest_differs', reasons: ['cache_jobs'] },
     ],
     ['another Salt that calls itself ready', { retcode: 0, ret: { ...GOOD_CAPABILITIES, salt_version: '3007.1' } }, { status: 'not_ready', reasons: ['salt_version'], salt_version: '3007.1' }],
+    [
+      'a Salt version with a control character (never shown)',
+      { retcode: 0, ret: { ...GOOD_CAPABILITIES, salt_version: '3006.27\u001b[2Jhunter2' } },
+      { status: 'not_ready', reasons: ['salt_version'], salt_version: null },
+    ],
   ])('reports %s', async (_label, reply, expected) => {
     fleet({ [MINION]: reply });
     const result = await verify();

@@ -66,6 +66,8 @@ export interface SaltApiStandIn {
   readonly publications: Publication[];
   /** Every chunk received on POST / (after auth), in order. */
   readonly calls: { readonly client: string; readonly fun: string; readonly tgt: unknown; readonly tgtType: unknown; readonly args: readonly unknown[] }[];
+  /** The same chunks, exactly as received. */
+  readonly lowstates: Record<string, unknown>[];
   logins: number;
   /** POST / requests carrying a local_async chunk, counted on arrival, before the token is checked. */
   publicationRequests: number;
@@ -199,6 +201,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     const fun = String(chunk['fun']);
     const args = Array.isArray(chunk['arg']) ? (chunk['arg'] as unknown[]) : [];
     standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
+    standIn.lowstates.push(chunk);
 
     if (chunk['client'] === 'local_async') {
       const jid = String(chunk['jid']);
@@ -282,6 +285,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     password,
     publications: [],
     calls: [],
+    lowstates: [],
     logins: 0,
     publicationRequests: 0,
     tokensIssued: [],
