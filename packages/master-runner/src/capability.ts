@@ -10,6 +10,7 @@ import {
 } from '@oduflow/protocol';
 import type { ResolvedDeps } from './deps.js';
 import type { CallOutcome } from './salt-client.js';
+import { isPlainObject } from './plain-object.js';
 
 /*
  * A new request is published only to a minion that proves, in its own
@@ -32,9 +33,6 @@ export type CapabilityReading =
   /** An object that is not a capabilities answer of any version this master knows. */
   | { readonly kind: 'invalid' };
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** major.minor.patch of a semver, as numbers (pre-release and build ignored). */
 function core(version: string): [number, number, number] {
@@ -55,7 +53,7 @@ export function readCapabilityAnswer(retcode: number, ret: unknown): CapabilityR
     return { kind: 'capabilities', capabilities, verdict: capabilityVerdict(capabilities) };
   } catch {
     // An older module still answers an object with its semver version; anything else is no answer we know.
-    const version = isRecord(ret) ? ret['module_version'] : undefined;
+    const version = isPlainObject(ret) ? ret['module_version'] : undefined;
     if (isSemver(version) && isBefore(version, READINESS_MODULE_VERSION)) return { kind: 'older_module', moduleVersion: version };
     return { kind: 'invalid' };
   }

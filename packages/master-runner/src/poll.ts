@@ -14,6 +14,7 @@ import { commitEvent, nowIso } from './commit.js';
 import { resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
 import type { CallOutcome } from './salt-client.js';
+import { isPlainObject } from './plain-object.js';
 
 /*
  * Polling asks `oduflow_job.status` on exactly the record's minion, with the
@@ -49,9 +50,6 @@ function bindingOf(record: ProtocolRequestRecord) {
   };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** An error answer carries its code, known to this master or not; one that is not well-formed names no code. */
 function errorEvent(ret: Record<string, unknown>, at: string): RequestEvent {
@@ -64,9 +62,9 @@ function errorEvent(ret: Record<string, unknown>, at: string): RequestEvent {
 
 /** What the minion's return says, validated against the record's exact binding. */
 function answerEvent(record: ProtocolRequestRecord, retcode: number, ret: unknown, at: string): RequestEvent {
-  if (isRecord(ret) && Object.hasOwn(ret, 'error')) return errorEvent(ret, at);
+  if (isPlainObject(ret) && Object.hasOwn(ret, 'error')) return errorEvent(ret, at);
   // A status answer comes with retcode 0; a refusal may come with 1 (as `run` answers it).
-  const refusal = isRecord(ret) && ret['status'] === 'refused';
+  const refusal = isPlainObject(ret) && ret['status'] === 'refused';
   if (retcode !== 0 && !refusal) return { type: 'poll_failed', at, failure: 'not_a_protocol_answer' };
   try {
     return { type: 'observed', at, answer: parseStatusAnswer(ret, bindingOf(record)) };

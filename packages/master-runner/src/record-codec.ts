@@ -13,6 +13,7 @@ import {
   type RequestRecord,
 } from '@oduflow/protocol';
 import { MasterRunnerError } from './errors.js';
+import { isPlainObject } from './plain-object.js';
 
 /*
  * How records look at rest. A protocol-1 record is stored as itself and
@@ -42,9 +43,6 @@ const LEGACY_TARGET_KEYS = ['minion_id', 'target', 'minion', 'tgt'] as const;
 const LEGACY_STATE_KEYS = ['state', 'status'] as const;
 const LEGACY_STATE_WORD = /^[A-Za-z][A-Za-z0-9_.-]{0,31}$/;
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function isReconciliation(value: unknown): value is Reconciliation {
   return (

@@ -11,6 +11,7 @@ import type {
   SaltFailureReason,
   SaltFleetClient,
 } from './salt-client.js';
+import { isPlainObject } from './plain-object.js';
 
 /*
  * SaltClient over salt-api's rest_cherrypy (research/salt-internals.md §7–8):
@@ -124,14 +125,11 @@ function parseJson(body: string): unknown {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The single element of rest_cherrypy's `{"return": [x]}` envelope. */
 function firstReturn(body: string): unknown {
   const parsed = parseJson(body);
-  if (!isRecord(parsed) || !Array.isArray(parsed['return']) || parsed['return'].length !== 1) return undefined;
+  if (!isPlainObject(parsed) || !Array.isArray(parsed['return']) || parsed['return'].length !== 1) return undefined;
   return parsed['return'][0];
 }
 
@@ -141,7 +139,7 @@ export type SaltApiClient = SaltClient & SaltFleetClient;
 /** One entry of a `local` answer with `full_return: true`. */
 function fleetAnswer(entry: unknown): FleetAnswer {
   if (entry === false) return { kind: 'no_return' };
-  if (!isRecord(entry) || !Object.hasOwn(entry, 'ret') || typeof entry['retcode'] !== 'number') return { kind: 'malformed' };
+  if (!isPlainObject(entry) || !Object.hasOwn(entry, 'ret') || typeof entry['retcode'] !== 'number') return { kind: 'malformed' };
   return { kind: 'returned', retcode: entry['retcode'], ret: entry['ret'] };
 }
 
@@ -177,7 +175,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     if (status >= 500) return { ok: false, reason: 'server_error' };
     if (status !== 200) return { ok: false, reason: 'http_error' };
     const answer = firstReturn(body);
-    const fromBody = isRecord(answer) && typeof answer['token'] === 'string' ? answer['token'] : undefined;
+    const fromBody = isPlainObject(answer) && typeof answer['token'] === 'string' ? answer['token'] : undefined;
     const header = headers['x-auth-token'];
     const value = fromBody ?? (typeof header === 'string' ? header : undefined);
     if (value === undefined || value === '') return { ok: false, reason: 'malformed_response' };
@@ -192,8 +190,8 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
    */
   function tokenLifeMs(answer: unknown, sentAtMs: number): number {
     const expire =
-      isRecord(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
-    const start = isRecord(answer) && typeof answer['start'] === 'number' && Number.isFinite(answer['start']) ? answer['start'] : undefined;
+      isPlainObject(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
+    const start = isPlainObject(answer) && typeof answer['start'] === 'number' && Number.isFinite(answer['start']) ? answer['start'] : undefined;
     if (expire === undefined) return ASSUMED_TOKEN_LIFE_MS;
     const life = start === undefined ? expire * 1000 - sentAtMs : (expire - start) * 1000;
     return Math.max(0, life);
@@ -268,7 +266,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     if (status >= 500) return { kind: 'uncertain', reason: 'server_error' };
     if (status !== 200) return { kind: 'uncertain', reason: 'http_error' };
     const ack = firstReturn(body);
-    if (!isRecord(ack)) return { kind: 'uncertain', reason: 'malformed_response' };
+    if (!isPlainObject(ack)) return { kind: 'uncertain', reason: 'malformed_response' };
     // {} is salt-api's answer when no accepted key matched (the master's jid was None).
     if (Object.keys(ack).length === 0) return { kind: 'uncertain', reason: 'no_matching_minion' };
     if (ack['jid'] !== jid) return { kind: 'uncertain', reason: 'jid_mismatch' };
@@ -315,7 +313,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
     if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
     const answers = firstReturn(body);
-    if (!isRecord(answers)) return { ok: false, reason: 'malformed_response', sent: true };
+    if (!isPlainObject(answers)) return { ok: false, reason: 'malformed_response', sent: true };
     return { ok: true, answers };
   }
 
@@ -332,7 +330,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     if (Object.keys(answers).length === 0) return { kind: 'no_target' };
     const mine = answers[minionId];
     if (mine === false) return { kind: 'no_return' };
-    if (!isRecord(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
+    if (!isPlainObject(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
       return { kind: 'failed', reason: 'malformed_response', sent: true };
     }
     return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };

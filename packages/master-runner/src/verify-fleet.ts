@@ -10,6 +10,7 @@ import { readCapabilityAnswer } from './capability.js';
 import { DEFAULT_CALL_TIMEOUT_MS } from './deps.js';
 import { MasterRunnerError } from './errors.js';
 import { silentLogger, type Logger } from './logger.js';
+import { isPlainObject } from './plain-object.js';
 import type { FleetAnswer, FleetTarget, SaltFleetClient } from './salt-client.js';
 
 /*
@@ -81,7 +82,7 @@ export interface VerifyFleetOptions {
 
 /** The module version an unreadable answer names, when it is a valid one (never other text from it). */
 function versionIn(ret: unknown): string | null {
-  const version = typeof ret === 'object' && ret !== null ? (ret as Record<string, unknown>)['module_version'] : undefined;
+  const version = isPlainObject(ret) ? ret['module_version'] : undefined;
   return isSemver(version) ? version : null;
 }
 
