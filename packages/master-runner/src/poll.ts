@@ -5,16 +5,17 @@ import {
   isProtocolRecord,
   parseErrorAnswer,
   parseStatusAnswer,
+  observationOf,
   type Observation,
   type ProtocolRequestRecord,
-  type RequestEvent,
+  type RequestEventOf,
   type RequestRecord,
 } from '@oduflow/protocol';
 import { commitEvent, nowIso } from './commit.js';
 import { resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
-import type { CallOutcome } from './salt-client.js';
 import { isPlainObject } from './plain-object.js';
+import type { CallOutcome } from './salt-client.js';
 
 /*
  * Polling asks `oduflow_job.status` on exactly the record's minion, with the
@@ -40,6 +41,9 @@ export interface PollResult {
   readonly observed?: Observation;
 }
 
+/** The events a poll can produce. */
+type PollEvent = RequestEventOf<'observed' | 'minion_error' | 'poll_failed'>;
+
 function bindingOf(record: ProtocolRequestRecord) {
   return {
     minion_id: record.minion_id,
@@ -50,9 +54,8 @@ function bindingOf(record: ProtocolRequestRecord) {
   };
 }
 
-
 /** An error answer carries its code, known to this master or not; one that is not well-formed names no code. */
-function errorEvent(ret: Record<string, unknown>, at: string): RequestEvent {
+function errorEvent(ret: Record<string, unknown>, at: string): PollEvent {
   try {
     return { type: 'minion_error', at, error: parseErrorAnswer(ret).error };
   } catch {
@@ -61,7 +64,7 @@ function errorEvent(ret: Record<string, unknown>, at: string): RequestEvent {
 }
 
 /** What the minion's return says, validated against the record's exact binding. */
-function answerEvent(record: ProtocolRequestRecord, retcode: number, ret: unknown, at: string): RequestEvent {
+function answerEvent(record: ProtocolRequestRecord, retcode: number, ret: unknown, at: string): PollEvent {
   if (isPlainObject(ret) && Object.hasOwn(ret, 'error')) return errorEvent(ret, at);
   // A status answer comes with retcode 0; a refusal may come with 1 (as `run` answers it).
   const refusal = isPlainObject(ret) && ret['status'] === 'refused';
@@ -75,7 +78,7 @@ function answerEvent(record: ProtocolRequestRecord, retcode: number, ret: unknow
 }
 
 /** Turns what Salt returned into the one event the state machine understands. */
-export function statusEvent(record: ProtocolRequestRecord, outcome: CallOutcome, at: string): RequestEvent {
+export function statusEvent(record: ProtocolRequestRecord, outcome: CallOutcome, at: string): PollEvent {
   switch (outcome.kind) {
     case 'no_return':
     case 'no_target':
@@ -87,22 +90,6 @@ export function statusEvent(record: ProtocolRequestRecord, outcome: CallOutcome,
   }
 }
 
-/** The observation a poll event carries (what `last_observation` becomes when it is committed). */
-function observationOf(event: RequestEvent): Observation | undefined {
-  switch (event.type) {
-    case 'observed':
-      return event.answer.status === 'refused'
-        ? { status: 'refused', reason: event.answer.reason, at: event.at }
-        : { status: event.answer.status, at: event.at };
-    case 'minion_error':
-      return { error: event.error, at: event.at };
-    case 'poll_failed':
-      return { failure: event.failure, at: event.at };
-    default:
-      return undefined;
-  }
-}
-
 async function pollRecord(d: ResolvedDeps, record: RequestRecord): Promise<PollResult> {
   if (!isProtocolRecord(record) || !isPollable(record)) return { outcome: 'not_pollable', record };
   const args = [record.request_id, record.jid, record.profile, record.state_digest];
@@ -110,8 +97,7 @@ async function pollRecord(d: ResolvedDeps, record: RequestRecord): Promise<PollR
   const event = statusEvent(record, answer, nowIso(d));
   d.crashAt('P4');
   const committed = await commitEvent(d, record.request_id, event, { stale: 'keep' });
-  const observed = observationOf(event);
-  return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, ...(observed === undefined ? {} : { observed }) };
+  return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, observed: observationOf(event) };
 }
 
 /** Polls one request. Throws `not_found` for an unknown id; every Salt outcome is a result. */

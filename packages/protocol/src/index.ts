@@ -100,6 +100,7 @@ export {
   REQUEST_EVENTS,
   applyEvent,
   capabilityFailed,
+  observationOf,
   transitionCell,
   type CapabilityRejection,
   type RequestEvent,

@@ -103,30 +103,38 @@ export function capabilityFailed(at: string, rejection: CapabilityRejection): Re
 const reconcile: Handler<ProtocolRequestRecord, 'reconciled'> = (r, e) =>
   next(r, e.at, { state: 'reconciled', reconciliation: { reason: e.reason, actor: e.actor, at: e.at } });
 
+/** What a poll event says the minion answered: the record's `last_observation` once it is committed. */
+export function observationOf(event: RequestEventOf<'observed' | 'minion_error' | 'poll_failed'>): Observation {
+  switch (event.type) {
+    case 'observed':
+      return event.answer.status === 'refused'
+        ? { status: 'refused', reason: event.answer.reason, at: event.at }
+        : { status: event.answer.status, at: event.at };
+    case 'minion_error':
+      return { error: event.error, at: event.at };
+    case 'poll_failed':
+      return { failure: event.failure, at: event.at };
+  }
+}
+
 function observe(record: ProtocolRequestRecord, event: RequestEventOf<'observed'>): ProtocolRequestRecord {
   const { answer, at } = event;
+  const last_observation = observationOf(event);
   switch (answer.status) {
     case 'not_started':
       // No evidence on the minion never makes a published claim re-publishable
       // and never undoes `running`: keep the state, remember what was seen.
-      return next(record, at, { last_observation: { status: answer.status, at } });
+      return next(record, at, { last_observation });
     case 'running':
-      return next(record, at, { state: 'running', last_observation: { status: answer.status, at }, reason: null });
+      return next(record, at, { state: 'running', last_observation, reason: null });
     case 'succeeded':
     case 'failed':
-      return next(record, at, {
-        state: answer.status,
-        last_observation: { status: answer.status, at },
-        passed: answer.passed,
-        total: answer.total,
-        reason: null,
-      });
+      return next(record, at, { state: answer.status, last_observation, passed: answer.passed, total: answer.total, reason: null });
     case 'unknown': {
       const cause = record.state === 'running' ? 'status_unknown_after_running' : 'status_unknown';
-      return next(record, at, { state: 'unknown', last_observation: { status: answer.status, at }, reason: { code: 'unknown', cause } });
+      return next(record, at, { state: 'unknown', last_observation, reason: { code: 'unknown', cause } });
     }
     case 'refused': {
-      const last_observation: Observation = { status: 'refused', reason: answer.reason, at };
       // A minion writes a refusal only where no claim exists. Having said
       // `running` before, it contradicts itself: that never proves "not
       // applied", so the target stays blocked for an operator.
@@ -139,7 +147,7 @@ function observe(record: ProtocolRequestRecord, event: RequestEventOf<'observed'
 }
 
 const recordMinionError: Handler<ProtocolRequestRecord, 'minion_error'> = (r, e) => {
-  const last_observation: Observation = { error: e.error, at: e.at };
+  const last_observation = observationOf(e);
   if (e.error === 'binding_conflict') {
     return next(r, e.at, { state: 'quarantined', last_observation, reason: { code: 'binding_conflict', source: 'minion' } });
   }
@@ -147,7 +155,7 @@ const recordMinionError: Handler<ProtocolRequestRecord, 'minion_error'> = (r, e)
 };
 
 const recordPollFailure: Handler<ProtocolRequestRecord, 'poll_failed'> = (r, e) => {
-  const last_observation: Observation = { failure: e.failure, at: e.at };
+  const last_observation = observationOf(e);
   if (e.failure === 'answer_binding_conflict') {
     return next(r, e.at, { state: 'quarantined', last_observation, reason: { code: 'binding_conflict', source: 'answer' } });
   }
