@@ -8,5 +8,7 @@ export default defineConfig(
   sharedTestConfig(import.meta.dirname, {
     fileParallelism: false,
     hookTimeout: 180_000,
+    // `*.test-d.ts` files are type tests (expectTypeOf), checked by tsc through vitest.
+    typecheck: { enabled: true, include: ['src/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
   }),
 );

@@ -8,7 +8,10 @@ import {
   validateDispatchInput,
   isRecordId,
   MasterRunnerError,
+  type DispatchResult,
   type MasterDeps,
+  type MasterRunnerErrorDetail,
+  type PendingResult,
   type PollResult,
 } from '@oduflow/master-runner';
 import { isBlocking, isMinionId, isPollable, type RequestRecord } from '@oduflow/protocol';
@@ -18,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { Report, Row } from './output.js';
 import { readStateDataFile } from './state-data-file.js';
-import { recordDetail, recordRow } from './views.js';
+import { observationText, reasonDetail, recordDetail, recordRow } from './views.js';
 import { withExistingStore, withMaster, type Wiring } from './wiring.js';
 
 /*
@@ -76,17 +79,45 @@ export async function dispatchCommand(w: Wiring, flags: DispatchFlags): Promise<
   const result = await withMaster(w, (deps) =>
     dispatch(deps, { minionId: valid.minionId, profile: valid.profile, stateDataJson: valid.stateDataJson, requestId: valid.requestId }),
   );
-  // A repeated dispatch reports what the first one did: a rejected request stays refused.
-  const rejected = result.outcome === 'rejected' || (result.outcome === 'existing' && result.record.state === 'rejected');
-  const exitCode: ExitCode = rejected
-    ? EXIT.refused
-    : result.outcome === 'published' || result.outcome === 'existing'
-      ? EXIT.ok
-      : EXIT.unresolved;
   return {
-    report: { title: `dispatch: ${result.outcome}`, summary: { outcome: result.outcome, reason: result.reason ?? null }, rows: [rowOf(result.record)] },
-    exitCode,
+    report: { title: `dispatch: ${result.outcome}`, summary: dispatchSummary(result), rows: [rowOf(result.record)] },
+    exitCode: dispatchExit(result),
   };
+}
+
+function dispatchSummary(result: DispatchResult): Row {
+  switch (result.outcome) {
+    case 'publish_uncertain':
+    case 'not_sent':
+      return { outcome: result.outcome, reason: result.failure, reason_detail: null };
+    case 'rejected':
+      return { outcome: result.outcome, reason: result.rejection.code, reason_detail: reasonDetail(result.rejection) };
+    case 'published':
+    case 'already_publishing':
+    case 'existing':
+      return { outcome: result.outcome, reason: null, reason_detail: null };
+  }
+}
+
+/**
+ * A repeated dispatch (`existing`) reports what the request is now: refused
+ * when it was rejected, unresolved while it still blocks its target (this
+ * call did not publish it; poll it), done when it is settled.
+ */
+function dispatchExit(result: DispatchResult): ExitCode {
+  switch (result.outcome) {
+    case 'published':
+      return EXIT.ok;
+    case 'rejected':
+      return EXIT.refused;
+    case 'publish_uncertain':
+    case 'not_sent':
+    case 'already_publishing':
+      return EXIT.unresolved;
+    case 'existing':
+      if (result.record.state === 'rejected') return EXIT.refused;
+      return isBlocking(result.record) ? EXIT.unresolved : EXIT.ok;
+  }
 }
 
 export interface PublishPendingFlags {
@@ -107,10 +138,22 @@ export async function publishPendingCommand(w: Wiring, flags: PublishPendingFlag
   return {
     report: {
       title: `publish-pending: ${results.length} request(s)`,
-      rows: results.map((r) => rowOf(r.record, { outcome: r.outcome, outcome_reason: r.reason ?? null })),
+      rows: results.map((r) => rowOf(r.record, { outcome: r.outcome, outcome_reason: pendingReason(r) })),
     },
     exitCode: allPublished ? EXIT.ok : EXIT.unresolved,
   };
+}
+
+function pendingReason(result: PendingResult): string | null {
+  switch (result.outcome) {
+    case 'published':
+      return null;
+    case 'publish_uncertain':
+    case 'not_sent':
+      return result.failure;
+    case 'skipped':
+      return result.skip;
+  }
 }
 
 export interface PollFlags {
@@ -174,7 +217,7 @@ async function unlessStopped<T>(work: Promise<T>, stop: WatchStop): Promise<{ re
   return won;
 }
 
-function positiveMs(value: string, min: number, what: string, detail: string): number {
+function positiveMs(value: string, min: number, what: string, detail: MasterRunnerErrorDetail): number {
   const ms = Number(value);
   if (!/^[0-9]+$/.test(value) || !Number.isSafeInteger(ms) || ms < min) {
     throw new MasterRunnerError('invalid_input', `${what} must be at least ${min} milliseconds`, { detail });
@@ -182,13 +225,20 @@ function positiveMs(value: string, min: number, what: string, detail: string): n
   return ms;
 }
 
+/** What a `poll --watch` round leaves: the caller prints it on stderr, as a line (tables) or a JSON line (--json). */
+export interface RoundProgress {
+  readonly round: number;
+  readonly settled: number;
+  readonly waiting: readonly { readonly request_id: string; readonly state: string }[];
+}
+
 /**
  * One round, or with --watch: the requests selected by the first round (never
  * ones dispatched later) polled again until every one of them is settled, the
  * timeout passes or SIGINT/SIGTERM arrives; the last two print the latest
- * report and exit 3. `progress` gets one line per round (table mode).
+ * report and exit 3. `progress` gets every round.
  */
-export async function pollCommand(w: Wiring, flags: PollFlags, progress?: (line: string) => void): Promise<CommandResult> {
+export async function pollCommand(w: Wiring, flags: PollFlags, progress?: (round: RoundProgress) => void): Promise<CommandResult> {
   const intervalMs = positiveMs(flags.interval ?? '5000', 100, 'the watch interval', 'invalid_interval');
   const timeoutMs = positiveMs(flags.timeout ?? String(DEFAULT_WATCH_TIMEOUT_MS), 1, 'the watch timeout', 'invalid_timeout');
   if (flags.requestId !== undefined) requestIdInput(flags.requestId);
@@ -206,7 +256,11 @@ export async function pollCommand(w: Wiring, flags: PollFlags, progress?: (line:
       for (const r of first.value) latest.set(r.record.request_id, r);
       for (let round = 1; ; round += 1) {
         const waiting = [...latest.values()].filter((r) => isPollable(r.record));
-        progress?.(`poll: round ${round}: ${latest.size - waiting.length} settled, ${waiting.length} waiting${waiting.map((r) => ` ${r.record.request_id}=${r.record.state}`).join('')}\n`);
+        progress?.({
+          round,
+          settled: latest.size - waiting.length,
+          waiting: waiting.map((r) => ({ request_id: r.record.request_id, state: r.record.state })),
+        });
         if (waiting.length === 0) return;
         const ac = new AbortController();
         const pause = sleep(intervalMs, undefined, { signal: ac.signal }).catch(() => undefined);
@@ -229,7 +283,7 @@ export async function pollCommand(w: Wiring, flags: PollFlags, progress?: (line:
     report: {
       title: `poll: ${results.length} request(s)${stopped === undefined ? '' : ` (watch stopped: ${stopped})`}`,
       ...(stopped === undefined ? {} : { summary: { stopped } }),
-      rows: results.map((r) => rowOf(r.record, { outcome: r.outcome, observed: r.observed ?? null })),
+      rows: results.map((r) => rowOf(r.record, { outcome: r.outcome, observed: r.observed === undefined ? null : observationText(r.observed) })),
     },
     exitCode: stopped === undefined ? exitForRecords(results.map((r) => r.record)) : EXIT.unresolved,
   };
@@ -279,9 +333,16 @@ export async function reconcileCommand(w: Wiring, requestId: string, flags: Reco
 
 export async function preflightCommand(w: Wiring): Promise<CommandResult> {
   const report = await withExistingStore(w, (store) => preflight({ store }), () => ({ legacy: [], unresolved: [], clean: true }));
+  // Legacy records say what they say: their target (or that they name none) and the state they recorded.
   const rows = [
-    ...report.legacy.map((r) => rowOf(r, { finding: 'legacy' })),
-    ...report.unresolved.map((r) => rowOf(r, { finding: 'unresolved' })),
+    ...report.legacy.map((r) =>
+      rowOf(r, {
+        finding: 'legacy',
+        recorded_state: r.recorded_state,
+        note: r.minion_id === null ? 'names no target: blocks every target' : 'blocks its target',
+      }),
+    ),
+    ...report.unresolved.map((r) => rowOf(r, { finding: 'unresolved', recorded_state: null, note: 'blocks its target' })),
   ];
   return {
     report: {

@@ -5,7 +5,8 @@ import type { MasterRunnerErrorCode } from '@oduflow/master-runner';
  *   0  done, nothing left unresolved by this command
  *   1  internal failure (store I/O, a bug): retrying may help, nothing was decided
  *   2  refused or blocked: bad input, a blocked target, insecure credentials
- *   3  unknown or unresolved: the request may have run; poll it or reconcile it
+ *   3  unknown or unresolved: the request may have run (poll it or reconcile
+ *      it), or nothing could be decided yet (a minion that did not answer)
  */
 export const EXIT = Object.freeze({ ok: 0, internal: 1, refused: 2, unresolved: 3 });
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -26,4 +27,7 @@ export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', Ex
   store_busy: EXIT.internal,
   store_io: EXIT.internal,
   internal: EXIT.internal,
+  // Nothing was recorded and nothing is known yet: try again later.
+  minion_unreachable: EXIT.unresolved,
+  no_target: EXIT.refused,
 });

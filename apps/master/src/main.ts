@@ -14,13 +14,15 @@ import {
   type PollFlags,
   type PublishPendingFlags,
   type ReconcileFlags,
+  type RoundProgress,
   DEFAULT_WATCH_TIMEOUT_MS,
 } from './commands.js';
 import type { CommonFlags } from './config.js';
 import { EXIT, EXIT_FOR_ERROR, type ExitCode } from './exit-codes.js';
 import { migrateStoreCommand } from './migrate-store-command.js';
 import { renderJson, renderTable } from './output.js';
-import type { Env, Wiring } from './wiring.js';
+import { verifyFleetCommand, type VerifyFleetFlags } from './verify-fleet.js';
+import type { Env, Seams, Wiring } from './wiring.js';
 
 export interface Io {
   readonly stdout: (text: string) => void;
@@ -60,6 +62,12 @@ function withCommonOptions(command: Command): Command {
     .addOption(new Option('--log-level <level>', 'log level on stderr (env ODUFLOW_LOG_LEVEL)').choices([...LOG_LEVELS]));
 }
 
+/** A `poll --watch` round on stderr: a line for people, a JSON line with --json (stdout stays the final report). */
+function progressLine(json: boolean, p: RoundProgress): string {
+  if (json) return `${JSON.stringify({ progress: 'poll_round', ...p })}\n`;
+  return `poll: round ${p.round}: ${p.settled} settled, ${p.waiting.length} waiting${p.waiting.map((r) => ` ${r.request_id}=${r.state}`).join('')}\n`;
+}
+
 function errorReport(error: MasterRunnerError): { text: string; json: string } {
   const fields = { code: error.code, detail: error.detail ?? null, request_id: error.requestId ?? null, message: error.message };
   return { text: `error [${error.code}${error.detail === undefined ? '' : `/${error.detail}`}]: ${error.message}\n`, json: `${JSON.stringify({ error: fields })}\n` };
@@ -67,9 +75,10 @@ function errorReport(error: MasterRunnerError): { text: string; json: string } {
 
 /**
  * Runs one CLI invocation and returns its exit status. Never throws and never
- * calls process.exit, so tests can run it in-process.
+ * calls process.exit, so tests can run it in-process. `seams` is for the crash
+ * tests' own entry only; the shipped executable passes none.
  */
-export async function main(argv: readonly string[], env: Env, io: Io): Promise<ExitCode> {
+export async function main(argv: readonly string[], env: Env, io: Io, seams: Seams = {}): Promise<ExitCode> {
   let exitCode: ExitCode = EXIT.ok;
   let logger: Logger | undefined;
   let json = false;
@@ -79,7 +88,7 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
       const flags = this.opts<F & CommonFlags>();
       json = flags.json === true;
       logger = createMasterLogger({ level: logLevel(flags.logLevel, env) }).child({ command: this.name() });
-      const result = await work({ flags, env, logger }, flags, this.processedArgs as string[]);
+      const result = await work({ flags, env, logger, seams }, flags, this.processedArgs as string[]);
       io.stdout(json ? renderJson(result.report) : renderTable(result.report));
       exitCode = result.exitCode;
     };
@@ -110,7 +119,7 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
     .option('--watch', 'repeat until the requests of the first round are settled')
     .option('--interval <ms>', 'pause between rounds with --watch', '5000')
     .option('--timeout <ms>', 'with --watch: give up after this long (exit 3)', String(DEFAULT_WATCH_TIMEOUT_MS))
-    .action(run<PollFlags>((w, flags) => pollCommand(w, flags, json ? undefined : io.stderr)));
+    .action(run<PollFlags>((w, flags) => pollCommand(w, flags, (p) => io.stderr(progressLine(json, p)))));
 
   withCommonOptions(program.command('show'))
     .description('show one request record')
@@ -137,6 +146,12 @@ export async function main(argv: readonly string[], env: Env, io: Io): Promise<E
   withCommonOptions(program.command('migrate-store'))
     .description('one-shot: bring a record store of an older release to this format, or re-check its indexes (idempotent)')
     .action(run((w) => migrateStoreCommand(w)));
+
+  withCommonOptions(program.command('verify-fleet'))
+    .description('ask every client minion (or the named ones) whether it is ready and runs the reviewed module')
+    .option('--minion <id...>', 'only these minions (repeatable)')
+    .option('--expected-sha256 <hex>', 'the reviewed module digest (default: the oduflow_job.py of @oduflow/minion-wrapper)')
+    .action(run<VerifyFleetFlags>((w, flags) => verifyFleetCommand(w, flags)));
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

@@ -1,9 +1,10 @@
-import type { RequestRecord } from '@oduflow/protocol';
+import type { Observation, RecordReason, RequestRecord } from '@oduflow/protocol';
 
 /*
  * What the CLI shows of a record, the same fields in a table and in --json.
- * Legacy records show their identity only: their original fields keep their
- * original interpretation and may hold raw output, so they are never printed.
+ * Legacy records show their identity and the state they recorded only: their
+ * original fields keep their original interpretation and may hold raw
+ * output, so they are never printed.
  */
 
 export interface RecordRow {
@@ -14,7 +15,10 @@ export interface RecordRow {
   readonly state: string;
   readonly passed: number | null;
   readonly total: number | null;
+  /** Why the record is in its state: a closed code. */
   readonly reason: string | null;
+  /** The code's specifics: a failure, a refusal, an error code, a cause, readiness reasons... */
+  readonly reason_detail: string | null;
   readonly updated_at: string | null;
 }
 
@@ -24,10 +28,43 @@ export interface RecordDetail extends RecordRow {
   readonly state_digest: string | null;
   readonly publish_attempts: number | null;
   readonly last_observation: string | null;
+  readonly recorded_state: string | null;
   readonly reconciled_by: string | null;
   readonly reconciliation_reason: string | null;
   readonly reconciled_at: string | null;
   readonly created_at: string | null;
+}
+
+/** The specifics of a reason, as one word (or a comma-separated list of readiness reasons). */
+export function reasonDetail(reason: RecordReason): string | null {
+  switch (reason.code) {
+    case 'publish_uncertain':
+    case 'publish_not_sent':
+    case 'capability_unanswered':
+    case 'poll_failed':
+      return reason.failure;
+    case 'capability_missing':
+    case 'capability_unsupported':
+      return null;
+    case 'not_ready':
+      return reason.readiness.join(',');
+    case 'refused':
+    case 'refused_after_running':
+      return reason.refusal;
+    case 'minion_error':
+      return reason.error;
+    case 'binding_conflict':
+      return reason.source;
+    case 'unknown':
+      return reason.cause;
+  }
+}
+
+/** What the minion said, without the time: `running`, `refused: execution_busy`, `error: malformed_store`, `failure: no_return`. */
+export function observationText(o: Observation): string {
+  if ('error' in o) return `error: ${o.error}`;
+  if ('failure' in o) return `failure: ${o.failure}`;
+  return o.status === 'refused' ? `refused: ${o.reason}` : o.status;
 }
 
 export function recordRow(r: RequestRecord): RecordRow {
@@ -40,7 +77,8 @@ export function recordRow(r: RequestRecord): RecordRow {
       state: r.state,
       passed: r.passed,
       total: r.total,
-      reason: r.reason,
+      reason: r.reason?.code ?? null,
+      reason_detail: r.reason === null ? null : reasonDetail(r.reason),
       updated_at: r.updated_at,
     };
   }
@@ -52,7 +90,8 @@ export function recordRow(r: RequestRecord): RecordRow {
     state: r.state,
     passed: null,
     total: null,
-    reason: r.state === 'legacy' ? 'predates protocol 1' : null,
+    reason: r.state === 'legacy' ? 'predates_protocol_1' : null,
+    reason_detail: null,
     updated_at: r.reconciliation?.at ?? null,
   };
 }
@@ -70,7 +109,8 @@ export function recordDetail(r: RequestRecord): RecordDetail {
       role: r.role,
       state_digest: r.state_digest,
       publish_attempts: r.publish_attempts,
-      last_observation: r.last_observation === null ? null : `${r.last_observation.status} at ${r.last_observation.at}`,
+      last_observation: r.last_observation === null ? null : `${observationText(r.last_observation)} at ${r.last_observation.at}`,
+      recorded_state: null,
       ...reconciliation,
       created_at: r.created_at,
     };
@@ -82,6 +122,7 @@ export function recordDetail(r: RequestRecord): RecordDetail {
     state_digest: null,
     publish_attempts: null,
     last_observation: null,
+    recorded_state: r.recorded_state,
     ...reconciliation,
     created_at: null,
   };

@@ -2,11 +2,15 @@ import {
   createFileRecordStore,
   createSaltApiClient,
   MasterRunnerError,
+  noCrash,
+  type CrashPoint,
   type Logger,
   type MasterDeps,
   type RecordStore,
+  type SaltApiClient,
+  type StoreCrashPoint,
 } from '@oduflow/master-runner';
-import { saltConfig, storeConfig, type CommonFlags } from './config.js';
+import { saltConfig, storeConfig, type CommonFlags, type SaltConfig } from './config.js';
 
 /*
  * Builds the runner's dependencies for one command. The store and the Salt
@@ -17,14 +21,31 @@ import { saltConfig, storeConfig, type CommonFlags } from './config.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/**
+ * Test seams at the durable boundaries (see master-runner's crash-points.ts).
+ * The shipped executable (cli.ts) passes none, so nothing it reads — no flag,
+ * no environment variable — can make it kill itself; only the test-only entry
+ * of the crash tests injects them.
+ */
+export interface Seams {
+  readonly crashAt?: (point: CrashPoint) => void;
+  readonly storeCrashAt?: (point: StoreCrashPoint) => void;
+}
+
 export interface Wiring {
   readonly flags: CommonFlags;
   readonly env: Env;
   readonly logger: Logger;
+  readonly seams: Seams;
 }
 
 export async function openStore(w: Wiring, options: { readonly create?: boolean } = {}): Promise<RecordStore> {
-  return createFileRecordStore({ root: storeConfig(w.flags, w.env).store, create: options.create ?? true });
+  return createFileRecordStore({
+    root: storeConfig(w.flags, w.env).store,
+    create: options.create ?? true,
+    // Explicit, whatever the store's own default: the shipped CLI never arms it.
+    crashAt: w.seams.storeCrashAt ?? noCrash,
+  });
 }
 
 export async function withStore<T>(w: Wiring, work: (store: RecordStore) => Promise<T>): Promise<T> {
@@ -56,14 +77,21 @@ export async function withExistingStore<T>(w: Wiring, work: (store: RecordStore)
   }
 }
 
-/** Store and Salt: for the commands that talk to minions. Credentials are checked before the store is opened. */
+function saltClient(config: SaltConfig): SaltApiClient {
+  return createSaltApiClient({ url: config.url, username: config.username, passwordFile: config.passwordFile, eauth: config.eauth });
+}
+
+/** Store and Salt: for the commands that publish or poll. Credentials are checked before the store is opened. */
 export async function withMaster<T>(w: Wiring, work: (deps: MasterDeps) => Promise<T>): Promise<T> {
   const config = saltConfig(w.flags, w.env);
-  const salt = createSaltApiClient({
-    url: config.url,
-    username: config.username,
-    passwordFile: config.passwordFile,
-    eauth: config.eauth,
-  });
-  return withStore(w, (store) => work({ store, salt, logger: w.logger, callTimeoutMs: config.callTimeoutMs }));
+  const salt = saltClient(config);
+  return withStore(w, (store) =>
+    work({ store, salt, logger: w.logger, callTimeoutMs: config.callTimeoutMs, crashAt: w.seams.crashAt ?? noCrash }),
+  );
+}
+
+/** Salt only, no store: for the read-only fleet check. */
+export async function withSalt<T>(w: Wiring, work: (salt: SaltApiClient, callTimeoutMs: number) => Promise<T>): Promise<T> {
+  const config = saltConfig(w.flags, w.env);
+  return work(saltClient(config), config.callTimeoutMs);
 }

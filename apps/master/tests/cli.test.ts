@@ -4,7 +4,12 @@ import { chmodSync, existsSync, readdirSync, mkdirSync, mkdtempSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
+import {
+  GOOD_CAPABILITIES,
+  STANDIN_MODULE_SHA256,
+  startSaltApiStandIn,
+  type SaltApiStandIn,
+} from '../../../packages/master-runner/tests/support/salt-api-standin.js';
 import { writePasswordFile } from '../../../packages/master-runner/tests/support/harness.js';
 import { EXIT, EXIT_FOR_ERROR } from '../src/exit-codes.js';
 import { CLI, assertBuilt, jsonOf, runCli, type CliRun, cliEnv } from './support/cli.js';
@@ -32,7 +37,11 @@ afterEach(async () => {
 
 describe('exit code table', () => {
   it('maps every runner error code to an exit status', () => {
-    for (const code of MASTER_RUNNER_ERROR_CODES) expect([EXIT.internal, EXIT.refused]).toContain(EXIT_FOR_ERROR[code]);
+    for (const code of MASTER_RUNNER_ERROR_CODES) expect([EXIT.internal, EXIT.refused, EXIT.unresolved]).toContain(EXIT_FOR_ERROR[code]);
+  });
+
+  it('calls unresolved only a minion that could not be asked', () => {
+    expect(MASTER_RUNNER_ERROR_CODES.filter((code) => EXIT_FOR_ERROR[code] === EXIT.unresolved)).toStrictEqual(['minion_unreachable']);
   });
 });
 
@@ -169,16 +178,21 @@ describe('oduflow-master never repeats what salt-api sent', () => {
     // A login answered 500 with the marker, then 200 with the marker where the token belongs.
     standIn.loginReply = () => ({ status: 500, body: JSON.stringify({ status: 500, message: marker, return: [marker] }) });
     for (const json of [[], ['--json']]) {
-      expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', ids[0] as string, ...json])).code).toBe(EXIT.refused);
+      expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', ids[0] as string, ...json])).code).toBe(EXIT.unresolved);
     }
     standIn.loginReply = () => ({ status: 200, body: JSON.stringify({ return: [{ token: { value: marker }, expire: marker, perms: [marker] }] }) });
-    expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--json'])).code).toBe(EXIT.refused);
+    expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--json'])).code).toBe(EXIT.unresolved);
     standIn.loginReply = undefined;
 
     // A capabilities answer that carries the marker in fields the protocol does not have.
     standIn.capabilities = () => ({ retcode: 0, ret: { protocol: 1, module_version: marker, salt_version: [marker], extra: marker } });
     expect((await cli(['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', ids[1] as string])).code).toBe(EXIT.refused);
-    standIn.capabilities = () => ({ retcode: 0, ret: { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' } });
+    standIn.acceptedKeys = [MINION];
+    for (const args of [[], ['--minion', MINION], ['--json']]) {
+      expect((await cli(['verify-fleet', '--expected-sha256', STANDIN_MODULE_SHA256, ...args])).code).toBe(EXIT.refused);
+    }
+    standIn.acceptedKeys = undefined;
+    standIn.capabilities = () => ({ retcode: 0, ret: GOOD_CAPABILITIES });
 
     // A publication acknowledged with the marker instead of our JID and minion.
     standIn.publishMode = 'raw';
@@ -188,6 +202,7 @@ describe('oduflow-master never repeats what salt-api sent', () => {
     // Status answers of every wrong shape, each carrying the marker.
     const shapes = [
       { retcode: 0, ret: { protocol: 1, status: marker, message: marker } },
+      { retcode: 0, ret: { protocol: 1, status: 'refused', reason: marker, minion_id: MINION } },
       { retcode: 1, ret: { protocol: 1, error: 'unsafe_store', message: marker } },
       { retcode: 1, ret: { protocol: 1, error: marker, message: marker } },
       { retcode: 0, ret: marker },
@@ -209,7 +224,18 @@ describe('oduflow-master never repeats what salt-api sent', () => {
     expect(next).toBe(shapes.length);
     const everything = runs.map((r) => r.stdout + r.stderr).join('\n');
     // Each shape was met and classified by a stable code, not echoed.
-    for (const code of ['capability_call_server_error', 'capability_call_malformed_response', 'capability_unsupported', 'jid_mismatch', 'minion_error_unsafe_store', 'status_malformed_response', 'status_server_error']) {
+    for (const code of [
+      'minion_unreachable/server_error',
+      '"code":"minion_unreachable","detail":"malformed_response"',
+      'capability_unsupported',
+      'invalid_capabilities',
+      'jid_mismatch',
+      'error: unsafe_store',
+      'failure: invalid_error_answer',
+      'failure: invalid_status_answer',
+      'failure: malformed_response',
+      'failure: server_error',
+    ]) {
       expect(everything).toContain(code);
     }
     expect(everything).not.toContain(marker);
@@ -265,7 +291,10 @@ describe('oduflow-master poll --watch ends', () => {
 
     const json = await runCli(['poll', '--watch', '--interval', '100', '--timeout', '500', '--json', '--log-level', 'silent'], env);
     expect(json.code).toBe(EXIT.unresolved);
-    expect(json.stderr).toBe('');
+    // Progress for programs: one JSON line per round on stderr; stdout stays the one final document.
+    const rounds = json.stderr.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(rounds[0]).toStrictEqual({ progress: 'poll_round', round: 1, settled: 1, waiting: [{ request_id: REQUEST, state: 'published' }] });
+    expect(rounds.map((r) => r['round'])).toStrictEqual(rounds.map((_r, i) => i + 1));
     expect(jsonOf(json)).toMatchObject({ stopped: 'timeout' });
     expect(jsonOf(json)['records']).toContainEqual(expect.objectContaining({ request_id: REQUEST, state: 'published' }));
   }, 20_000);

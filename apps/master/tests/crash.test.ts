@@ -1,16 +1,21 @@
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
 import { assertBuilt, jsonOf, runCli, type CliRun, cliEnv } from './support/cli.js';
+import { buildCrashCli, removeCrashCli } from './support/crash-entry.js';
 
 /*
- * DESIGN §6, master side: the real CLI process SIGKILLs itself at P1–P4
- * (ODUFLOW_TEST_CRASH_AT), and inside the file store's create at S1/S2,
- * then is run again to recover. The stand-in counts
- * publications per request; the record on disk is read back after each step.
+ * DESIGN §6, master side: the real CLI (main) in a real process SIGKILLs
+ * itself at P1–P4, and inside the file store's create at S1/S2, then the
+ * shipped executable is run again to recover. The seam is armed only by a
+ * test-only entry (support/crash-cli.ts, bundled here before the tests): the
+ * shipped dist/cli.js cannot be made to crash, whatever its environment. The
+ * stand-in counts publications per request; the record on disk is read back
+ * after each step.
  */
+
 
 const MINION = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
 const REQUEST = '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f';
@@ -20,7 +25,12 @@ let standIn: SaltApiStandIn;
 let dir: string;
 let env: Record<string, string>;
 
-beforeAll(() => assertBuilt());
+let CRASH_CLI: string;
+beforeAll(async () => {
+  assertBuilt();
+  CRASH_CLI = await buildCrashCli();
+}, 60_000);
+afterAll(() => removeCrashCli(CRASH_CLI));
 beforeEach(async () => {
   standIn = await startSaltApiStandIn();
   dir = mkdtempSync(join(tmpdir(), 'oduflow-crash-'));
@@ -39,7 +49,7 @@ function onDisk(): Record<string, unknown> {
 const dispatchArgs = ['dispatch', '--minion', MINION, '--profile', 'configure', '--request-id', REQUEST, '--json'];
 
 async function crashAt(point: string, args: readonly string[]): Promise<CliRun> {
-  const run = await runCli(args, { ...env, ODUFLOW_TEST_CRASH_AT: point });
+  const run = await runCli([point, ...args], env, CRASH_CLI);
   expect(run.signal).toBe('SIGKILL');
   return run;
 }
@@ -47,6 +57,16 @@ async function crashAt(point: string, args: readonly string[]): Promise<CliRun> 
 function recordsOf(run: CliRun): Record<string, unknown>[] {
   return jsonOf(run)['records'] as Record<string, unknown>[];
 }
+
+describe('the shipped executable', () => {
+  it.each(['P1', 'P2', 'S1'])('never crashes itself at %s, whatever its environment says', async (point) => {
+    const run = await runCli(dispatchArgs, { ...env, ODUFLOW_TEST_CRASH_AT: point, NODE_OPTIONS: '' });
+    expect(run.signal).toBeNull();
+    expect(run.code).toBe(0);
+    expect(onDisk()).toMatchObject({ state: 'published' });
+    expect(standIn.publicationsOf(REQUEST)).toBe(1);
+  });
+});
 
 describe('crash points of the master (real CLI, SIGKILL)', () => {
   it('P1: a record persisted without intent is published later once, and polled to the receipt', async () => {

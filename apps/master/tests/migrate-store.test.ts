@@ -32,7 +32,7 @@ function olderStore(): void {
   for (const sub of ['', 'requests', 'jids', 'locks']) mkdirSync(join(store, sub), { mode: 0o700 });
   const write = (path: string, value: unknown): void => writeFileSync(join(store, path), JSON.stringify(value), { mode: 0o600 });
   write(`requests/old-7.json`, { minion_id: MINION, state: 'sent' });
-  write('requests/old-8.json', { protocol: 0, status: 'sent' });
+  write('requests/old-8.json', { status: 'sent' });
 }
 
 describe('oduflow-master migrate-store', () => {

@@ -1,9 +1,11 @@
 /*
- * Test seam for the durable boundaries of DESIGN §6. When the environment
- * variable ODUFLOW_TEST_CRASH_AT names a point, the process SIGKILLs itself
- * there, so crash tests run the real CLI and observe what a power cut or an
- * OOM kill would leave. When the variable is unset (always, in operation)
- * nothing happens; it is read only at the boundary itself.
+ * The durable boundaries of DESIGN §6 on the master side, named for crash
+ * tests. The seam is a function the caller injects (MasterDeps.crashAt, and
+ * the file store's own crashAt option); nothing arms it from outside: the
+ * default does nothing and reads no environment, so a production process can
+ * never be made to kill itself. The crash tests run a test-only entry
+ * (apps/master/tests/support/crash-cli.ts) that injects a function which
+ * SIGKILLs its own process at the named point.
  *
  *   P1  record persisted (prepared), publish intent not yet persisted
  *   P2  intent persisted (publishing), Salt not yet called
@@ -25,11 +27,7 @@ export type CrashPoint = (typeof CRASH_POINTS)[number];
 export const STORE_CRASH_POINTS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6'] as const;
 export type StoreCrashPoint = (typeof STORE_CRASH_POINTS)[number];
 
-export const CRASH_ENV = 'ODUFLOW_TEST_CRASH_AT';
-
-/** Kills this process with SIGKILL when ODUFLOW_TEST_CRASH_AT names `point`. */
-export function crashIfRequested(point: CrashPoint | StoreCrashPoint): void {
-  const requested = process.env[CRASH_ENV];
-  if (requested === undefined || requested !== point) return;
-  process.kill(process.pid, 'SIGKILL');
+/** The seam's default everywhere: nothing happens at any boundary. */
+export function noCrash(_point: CrashPoint | StoreCrashPoint): void {
+  // Deliberately empty: only a test injects a seam that acts.
 }

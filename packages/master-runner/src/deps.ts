@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { crashIfRequested, type CrashPoint } from './crash-points.js';
+import { noCrash, type CrashPoint } from './crash-points.js';
 import { silentLogger, type Logger } from './logger.js';
 import type { RecordStore } from './record-store.js';
 import type { SaltClient } from './salt-client.js';
@@ -19,7 +19,7 @@ export interface MasterDeps {
   readonly callTimeoutMs?: number;
   /** Request ids for dispatches that bring none. */
   readonly newRequestId?: () => string;
-  /** The crash-test seam (see crash-points.ts); defaults to ODUFLOW_TEST_CRASH_AT. */
+  /** The crash-test seam (see crash-points.ts): only tests inject one; the default does nothing. */
   readonly crashAt?: (point: CrashPoint) => void;
 }
 
@@ -43,6 +43,6 @@ export function resolveDeps(deps: MasterDeps): ResolvedDeps {
     logger: deps.logger ?? silentLogger(),
     callTimeoutMs: deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
     newRequestId: deps.newRequestId ?? randomUUID,
-    crashAt: deps.crashAt ?? crashIfRequested,
+    crashAt: deps.crashAt ?? noCrash,
   };
 }

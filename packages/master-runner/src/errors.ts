@@ -1,3 +1,6 @@
+import type { CallFailure, ProtocolErrorCode, RequestState } from '@oduflow/protocol';
+import type { ReceiptStoreErrorCode } from '@oduflow/receipt-store';
+
 /**
  * The closed set of master-runner error codes. The CLI maps each to an exit
  * status in one table (apps/master), so a code is part of the operator
@@ -36,16 +39,63 @@ export const MASTER_RUNNER_ERROR_CODES = [
   'config_invalid',
   /** A bug or an impossible state: never expected in operation. */
   'internal',
+  /**
+   * The minion's capability call got no answer (transport failure, timeout,
+   * no return; `detail` says which): nothing was recorded or published, and
+   * the same request id may be dispatched again.
+   */
+  'minion_unreachable',
+  /**
+   * No accepted minion key matched the target (unknown, or its key not yet
+   * accepted): nothing was recorded or published, and the same request id may
+   * be dispatched again once the key is accepted.
+   */
+  'no_target',
 ] as const;
 
 export type MasterRunnerErrorCode = (typeof MASTER_RUNNER_ERROR_CODES)[number];
+
+/**
+ * Finer details of this package's own, beside the codes it passes on from
+ * @oduflow/protocol and @oduflow/receipt-store and the record states it names.
+ * Add, never rename: operators and scripts match on them.
+ */
+export const MASTER_RUNNER_DETAILS = [
+  /** The store directory does not exist or holds no store (read-only commands). */
+  'no_store',
+  /** A reconciliation reason is empty, too long or has control characters. */
+  'invalid_reason',
+  /** A reconciliation actor is not a user name. */
+  'invalid_actor',
+  /** ODUFLOW_LOG_LEVEL is not a level. */
+  'invalid_log_level',
+  /** A `poll --watch` interval is not a whole number of milliseconds, or too short. */
+  'invalid_interval',
+  /** A `poll --watch` timeout is not a whole number of milliseconds. */
+  'invalid_timeout',
+  /** An expected module digest is not 64 lowercase hex digits. */
+  'invalid_expected_sha256',
+  /** The reviewed module (its digest) could not be read from @oduflow/minion-wrapper. */
+  'module_asset_unreadable',
+] as const;
+
+/**
+ * What `MasterRunnerError.detail` may be: a closed union, so the CLI (and
+ * the service) match on it with the compiler's help.
+ */
+export type MasterRunnerErrorDetail =
+  | ProtocolErrorCode
+  | ReceiptStoreErrorCode
+  | RequestState
+  | CallFailure
+  | (typeof MASTER_RUNNER_DETAILS)[number];
 
 const MARKER = Symbol.for('oduflow.master-runner.error');
 
 export interface MasterRunnerErrorOptions {
   cause?: unknown;
-  /** A finer, stable code from another package (a protocol or receipt-store code). */
-  detail?: string;
+  /** A finer, stable code: a protocol or receipt-store code, a record state, or one of MASTER_RUNNER_DETAILS. */
+  detail?: MasterRunnerErrorDetail;
   /** The request the error is about, when there is one (safe to show). */
   requestId?: string;
 }
@@ -58,7 +108,7 @@ export class MasterRunnerError extends Error {
   readonly [MARKER] = true;
   override readonly name = 'MasterRunnerError';
   readonly code: MasterRunnerErrorCode;
-  readonly detail: string | undefined;
+  readonly detail: MasterRunnerErrorDetail | undefined;
   readonly requestId: string | undefined;
 
   constructor(code: MasterRunnerErrorCode, message: string, options: MasterRunnerErrorOptions = {}) {

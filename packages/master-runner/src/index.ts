@@ -1,22 +1,50 @@
-export * from './errors.js';
-export * from './record-store.js';
-export * from './record-id.js';
-export * from './record-codec.js';
-export * from './file-record-store.js';
+// The public API of @oduflow/master-runner, one named export at a time.
+export {
+  MASTER_RUNNER_DETAILS,
+  MASTER_RUNNER_ERROR_CODES,
+  MasterRunnerError,
+  isMasterRunnerErrorCode,
+  type MasterRunnerErrorCode,
+  type MasterRunnerErrorDetail,
+  type MasterRunnerErrorOptions,
+} from './errors.js';
+export type { CreateOutcome, RecordFilter, RecordStore, TargetUnit, UpdateOutcome } from './record-store.js';
+export { isRecordId, recordFileName, recordIdFromFileName } from './record-id.js';
+export { LEGACY_RECONCILIATION_KEY, decodeRecord, encodeRecord } from './record-codec.js';
+export { DEFAULT_FILE_STORE_ROOT, createFileRecordStore, type FileRecordStoreOptions } from './file-record-store.js';
 export { migrateFileRecordStore, type MigrateFileStoreOptions, type MigrateFileStoreReport } from './migrate-store.js';
 export { FILE_STORE_FORMAT_VERSION } from './store-format.js';
-export * from './salt-client.js';
-export * from './salt-api-client.js';
-export * from './credentials.js';
-export * from './jid.js';
-export * from './crash-points.js';
-export * from './logger.js';
-export * from './deps.js';
-export * from './capability.js';
-export * from './dispatch-input.js';
-export * from './dispatch.js';
-export * from './publish.js';
-export * from './publish-pending.js';
-export * from './poll.js';
-export * from './reconcile.js';
-export * from './preflight.js';
+export type {
+  CallOutcome,
+  FleetAnswer,
+  FleetCallOutcome,
+  FleetTarget,
+  PublishOutcome,
+  SaltClient,
+  SaltFailureReason,
+  SaltFleetClient,
+} from './salt-client.js';
+export { createSaltApiClient, type SaltApiClient, type SaltApiClientOptions } from './salt-api-client.js';
+export { readPrivatePasswordFile } from './credentials.js';
+export { jidForInstant, nextJid } from './jid.js';
+export { CRASH_POINTS, STORE_CRASH_POINTS, noCrash, type CrashPoint, type StoreCrashPoint } from './crash-points.js';
+export { REDACTED_PATHS, createMasterLogger, silentLogger, type Logger, type LoggerOptions } from './logger.js';
+export { DEFAULT_CALL_TIMEOUT_MS, resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';
+export { capabilityCheckOf, checkCapability, readCapabilityAnswer, type CapabilityCheck, type CapabilityReading } from './capability.js';
+export { validateDispatchInput, type DispatchInput, type ValidDispatch } from './dispatch-input.js';
+export { dispatch, type DispatchResult } from './dispatch.js';
+export { publishPrepared, type PublishResult, type PublishResultKind } from './publish.js';
+export { publishPending, type PendingResult, type PendingSkip, type PublishPendingOptions } from './publish-pending.js';
+export { poll, pollAll, statusEvent, type PollOutcome, type PollResult } from './poll.js';
+export { reconcile, type ReconcileInput } from './reconcile.js';
+export { preflight, type PreflightReport } from './preflight.js';
+export {
+  FLEET_GLOB,
+  FLEET_STATUSES,
+  verifyFleet,
+  type FleetResult,
+  type FleetRow,
+  type FleetStatus,
+  type VerifyFleetDeps,
+  type VerifyFleetOptions,
+} from './verify-fleet.js';

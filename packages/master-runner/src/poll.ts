@@ -5,13 +5,16 @@ import {
   isProtocolRecord,
   parseErrorAnswer,
   parseStatusAnswer,
+  observationOf,
+  type Observation,
   type ProtocolRequestRecord,
-  type RequestEvent,
+  type RequestEventOf,
   type RequestRecord,
 } from '@oduflow/protocol';
 import { commitEvent, nowIso } from './commit.js';
 import { resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
+import { isPlainObject } from './plain-object.js';
 import type { CallOutcome } from './salt-client.js';
 
 /*
@@ -34,9 +37,12 @@ export type PollOutcome =
 export interface PollResult {
   readonly outcome: PollOutcome;
   readonly record: RequestRecord;
-  /** What the minion said (`running`, `succeeded`…) or why nothing usable came back. */
-  readonly observed?: string;
+  /** What this poll saw (a status, an error code, or why nothing usable came back); absent when the minion was not asked. */
+  readonly observed?: Observation;
 }
+
+/** The events a poll can produce. */
+type PollEvent = RequestEventOf<'observed' | 'minion_error' | 'poll_failed'>;
 
 function bindingOf(record: ProtocolRequestRecord) {
   return {
@@ -48,52 +54,39 @@ function bindingOf(record: ProtocolRequestRecord) {
   };
 }
 
-function errorAnswerEvent(ret: unknown, at: string): RequestEvent | undefined {
+/** An error answer carries its code, known to this master or not; one that is not well-formed names no code. */
+function errorEvent(ret: Record<string, unknown>, at: string): PollEvent {
   try {
-    const answer = parseErrorAnswer(ret);
-    return answer.error === 'binding_conflict'
-      ? { type: 'conflict', at, reason: 'minion_binding_conflict' }
-      : { type: 'poll_failed', at, reason: `minion_error_${answer.error}` };
+    return { type: 'minion_error', at, error: parseErrorAnswer(ret).error };
   } catch {
-    return undefined;
+    return { type: 'poll_failed', at, failure: 'invalid_error_answer' };
+  }
+}
+
+/** What the minion's return says, validated against the record's exact binding. */
+function answerEvent(record: ProtocolRequestRecord, retcode: number, ret: unknown, at: string): PollEvent {
+  if (isPlainObject(ret) && Object.hasOwn(ret, 'error')) return errorEvent(ret, at);
+  // A status answer comes with retcode 0; a refusal may come with 1 (as `run` answers it).
+  const refusal = isPlainObject(ret) && ret['status'] === 'refused';
+  if (retcode !== 0 && !refusal) return { type: 'poll_failed', at, failure: 'not_a_protocol_answer' };
+  try {
+    return { type: 'observed', at, answer: parseStatusAnswer(ret, bindingOf(record)) };
+  } catch (error) {
+    if (!ProtocolError.isInstance(error)) throw error;
+    return { type: 'poll_failed', at, failure: error.code === 'binding_conflict' ? 'answer_binding_conflict' : 'invalid_status_answer' };
   }
 }
 
 /** Turns what Salt returned into the one event the state machine understands. */
-export function statusEvent(record: ProtocolRequestRecord, outcome: CallOutcome, at: string): RequestEvent {
+export function statusEvent(record: ProtocolRequestRecord, outcome: CallOutcome, at: string): PollEvent {
   switch (outcome.kind) {
     case 'no_return':
-      return { type: 'poll_failed', at, reason: 'status_no_return' };
     case 'no_target':
-      return { type: 'poll_failed', at, reason: 'status_no_target' };
+      return { type: 'poll_failed', at, failure: outcome.kind };
     case 'failed':
-      return { type: 'poll_failed', at, reason: `status_${outcome.reason}` };
-    case 'returned': {
-      const refusal = errorAnswerEvent(outcome.ret, at);
-      if (refusal !== undefined) return refusal;
-      if (outcome.retcode !== 0) return { type: 'poll_failed', at, reason: 'status_not_a_protocol_answer' };
-      try {
-        return { type: 'observed', at, answer: parseStatusAnswer(outcome.ret, bindingOf(record)) };
-      } catch (error) {
-        if (ProtocolError.isInstance(error) && error.code === 'binding_conflict') {
-          return { type: 'conflict', at, reason: 'answer_binding_conflict' };
-        }
-        if (ProtocolError.isInstance(error)) return { type: 'poll_failed', at, reason: `status_${error.code}` };
-        throw error;
-      }
-    }
-  }
-}
-
-function observedLabel(event: RequestEvent): string {
-  switch (event.type) {
-    case 'observed':
-      return event.answer.status;
-    case 'conflict':
-    case 'poll_failed':
-      return event.reason;
-    default:
-      return event.type;
+      return { type: 'poll_failed', at, failure: outcome.reason };
+    case 'returned':
+      return answerEvent(record, outcome.retcode, outcome.ret, at);
   }
 }
 
@@ -104,7 +97,7 @@ async function pollRecord(d: ResolvedDeps, record: RequestRecord): Promise<PollR
   const event = statusEvent(record, answer, nowIso(d));
   d.crashAt('P4');
   const committed = await commitEvent(d, record.request_id, event, { stale: 'keep' });
-  return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, observed: observedLabel(event) };
+  return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, observed: observationOf(event) };
 }
 
 /** Polls one request. Throws `not_found` for an unknown id; every Salt outcome is a result. */

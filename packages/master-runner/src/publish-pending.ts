@@ -1,8 +1,8 @@
-import { isProtocolRecord, stateDigest, type RequestRecord } from '@oduflow/protocol';
-import { checkCapability } from './capability.js';
+import { isProtocolRecord, stateDigest, type RequestRecord, type TransportFailure } from '@oduflow/protocol';
+import { checkCapability, type CapabilityCheck } from './capability.js';
 import { resolveDeps, type MasterDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
-import { publishPrepared, type PublishResultKind } from './publish.js';
+import { publishPrepared } from './publish.js';
 
 /*
  * Publishes requests left `prepared`: by a crash after the record was
@@ -19,14 +19,31 @@ export interface PublishPendingOptions {
   readonly stateDataJson?: string;
 }
 
-export interface PendingResult {
-  readonly outcome: Exclude<PublishResultKind, 'already_publishing'> | 'skipped';
-  readonly record: RequestRecord;
-  readonly reason?: string;
+/** Why publish-pending left a prepared request as it was. */
+export type PendingSkip =
+  /** A custom request needs its state data (never stored) and `requestId`. */
+  | 'state_data_required'
+  /** Another worker recorded the intent first and publishes it. */
+  | 'already_publishing'
+  /** The minion's capability answer rules publication out (the request stays prepared for an operator). */
+  | 'capability_missing'
+  | 'capability_unsupported'
+  | 'not_ready'
+  /** The capability call got no answer, or no accepted key matched: try again later. */
+  | 'unreachable'
+  | 'no_target';
+
+export type PendingResult =
+  | { readonly outcome: 'published'; readonly record: RequestRecord }
+  | { readonly outcome: 'publish_uncertain' | 'not_sent'; readonly record: RequestRecord; readonly failure: TransportFailure }
+  | { readonly outcome: 'skipped'; readonly record: RequestRecord; readonly skip: PendingSkip };
+
+function skipped(record: RequestRecord, skip: PendingSkip): PendingResult {
+  return { outcome: 'skipped', record, skip };
 }
 
-function skipped(record: RequestRecord, reason: string): PendingResult {
-  return { outcome: 'skipped', record, reason };
+function skipFor(check: Exclude<CapabilityCheck, { kind: 'ready' }>): PendingSkip {
+  return check.kind === 'rejected' ? check.rejection.code : check.kind;
 }
 
 function digestOf(text: string): string | undefined {
@@ -73,14 +90,13 @@ export async function publishPending(deps: MasterDeps, options: PublishPendingOp
     }
     // The minion may have changed since the record was made: prove the capability again.
     const capability = await checkCapability(d, record.minion_id);
-    if (!capability.ok) {
-      results.push(skipped(record, capability.reason));
+    if (capability.kind !== 'ready') {
+      results.push(skipped(record, skipFor(capability)));
       continue;
     }
     const published = await publishPrepared(d, record, text);
     // Another worker recorded the intent first: it publishes, this one did not.
-    if (published.outcome === 'already_publishing') results.push(skipped(published.record, 'already_publishing'));
-    else results.push({ ...published, outcome: published.outcome });
+    results.push(published.outcome === 'already_publishing' ? skipped(published.record, 'already_publishing') : published);
   }
   return results;
 }

@@ -1,4 +1,4 @@
-import { isProtocolRecord, type ProtocolRequestRecord, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import { isProtocolRecord, type ProtocolRequestRecord, type RequestEvent, type RequestRecord, type TransportFailure } from '@oduflow/protocol';
 import { commitEvent, nowIso } from './commit.js';
 import type { ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
@@ -19,20 +19,20 @@ export type PublishResultKind =
    */
   | 'already_publishing';
 
-export interface PublishResult {
-  readonly outcome: PublishResultKind;
-  readonly record: RequestRecord;
-  readonly reason?: string;
-}
+export type PublishResult =
+  | { readonly outcome: 'published'; readonly record: RequestRecord }
+  | { readonly outcome: 'already_publishing'; readonly record: RequestRecord }
+  /** `failure`: how the publish call failed. */
+  | { readonly outcome: Extract<PublishResultKind, 'publish_uncertain' | 'not_sent'>; readonly record: RequestRecord; readonly failure: TransportFailure };
 
 function eventFor(outcome: PublishOutcome, at: string): RequestEvent {
   switch (outcome.kind) {
     case 'acked':
       return { type: 'publish_acked', at };
     case 'not_sent':
-      return { type: 'publish_not_sent', at, reason: `publish_not_sent_${outcome.reason}` };
+      return { type: 'publish_not_sent', at, failure: outcome.reason };
     case 'uncertain':
-      return { type: 'publish_uncertain', at, reason: `publish_${outcome.reason}` };
+      return { type: 'publish_uncertain', at, failure: outcome.reason };
   }
 }
 
@@ -46,7 +46,7 @@ export async function publishPrepared(deps: ResolvedDeps, record: ProtocolReques
   // Under the request lock: only a record still `prepared` takes the intent.
   // Otherwise another worker (or an operator) moved it on: publish nothing.
   const intent = await commitEvent(deps, record.request_id, { type: 'intent_recorded', at: nowIso(deps) }, { stale: 'keep' });
-  if (!intent.changed) return { outcome: 'already_publishing', record: intent.after, reason: intent.after.state };
+  if (!intent.changed) return { outcome: 'already_publishing', record: intent.after };
   const publishing = intent.after;
   if (!isProtocolRecord(publishing)) throw new MasterRunnerError('internal', 'a legacy record reached publication');
   deps.crashAt('P2');
@@ -63,8 +63,8 @@ export async function publishPrepared(deps: ResolvedDeps, record: ProtocolReques
     case 'acked':
       return { outcome: 'published', record: committed.after };
     case 'not_sent':
-      return { outcome: 'not_sent', record: committed.after, reason: outcome.reason };
+      return { outcome: 'not_sent', record: committed.after, failure: outcome.reason };
     case 'uncertain':
-      return { outcome: 'publish_uncertain', record: committed.after, reason: outcome.reason };
+      return { outcome: 'publish_uncertain', record: committed.after, failure: outcome.reason };
   }
 }

@@ -1,26 +1,37 @@
 import {
-  ANSWER_STATUSES,
-  PROFILES,
-  REQUEST_STATES,
+  CALL_FAILURES,
+  POLL_FAILURES,
+  RequestRecordSchema,
+  TRANSPORT_FAILURES,
+  isErrorCodeShape,
   isJid,
   isMinionId,
-  isRequestId,
-  roleForProfile,
   type LegacyRequestRecord,
-  type Observation,
   type ProtocolRequestRecord,
+  type RecordReason,
   type Reconciliation,
   type RequestRecord,
 } from '@oduflow/protocol';
 import { MasterRunnerError } from './errors.js';
+import { isPlainObject } from './plain-object.js';
 
 /*
  * How records look at rest. A protocol-1 record is stored as itself and
- * checked field by field on every read, so a hand-edited or truncated record
- * stops the runner (store_corrupt) instead of being misread. Anything without
- * `protocol: 1` predates this protocol: it is loaded as `legacy`, its fields
- * kept verbatim, and an operator reconciliation is stored beside them under
- * one added key, so the original interpretation is never rewritten.
+ * validated with the protocol's RequestRecordSchema on every read and write,
+ * so a hand-edited or truncated record stops the runner (store_corrupt)
+ * instead of being misread, and nothing unreadable is ever written.
+ *
+ * Two kinds of older record are read here, and only here:
+ *   - records that predate protocol 1 (no `protocol` key at all) are loaded
+ *     as `legacy`, their fields kept verbatim; an operator reconciliation is
+ *     stored beside them under one added key, so the original interpretation
+ *     is never rewritten. A `protocol` key with any value but 1 is not
+ *     legacy: it is a record this runner cannot read (store_corrupt);
+ *   - protocol-1 records written by master-runner 0.1.0 carry `reason` as a
+ *     string (`status_timeout`, `publish_not_sent_connection_refused`...) and
+ *     no cause on `unknown`. Every such string came from a closed set and is
+ *     read as the structured reason it meant; the record is written in the
+ *     current shape the next time it changes.
  */
 
 /** The one key this runner adds to a legacy record: the operator's reconciliation. */
@@ -28,34 +39,10 @@ export const LEGACY_RECONCILIATION_KEY = 'oduflow_reconciliation';
 
 /** Legacy records may name their target under one of these keys. */
 const LEGACY_TARGET_KEYS = ['minion_id', 'target', 'minion', 'tgt'] as const;
+/** ...and their own state under one of these, as a short plain word (never anything that could be raw output). */
+const LEGACY_STATE_KEYS = ['state', 'status'] as const;
+const LEGACY_STATE_WORD = /^[A-Za-z][A-Za-z0-9_.-]{0,31}$/;
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
-const PROTOCOL_RECORD_KEYS = [
-  'protocol',
-  'request_id',
-  'minion_id',
-  'profile',
-  'role',
-  'state_digest',
-  'jid',
-  'state',
-  'publish_attempts',
-  'last_observation',
-  'passed',
-  'total',
-  'reason',
-  'reconciliation',
-  'created_at',
-  'updated_at',
-] as const;
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
 
 function isReconciliation(value: unknown): value is Reconciliation {
   return (
@@ -67,46 +54,63 @@ function isReconciliation(value: unknown): value is Reconciliation {
   );
 }
 
-function isObservation(value: unknown): value is Observation {
-  return (
-    isPlainObject(value) &&
-    Object.keys(value).length === 2 &&
-    (ANSWER_STATUSES as readonly unknown[]).includes(value['status']) &&
-    typeof value['at'] === 'string'
-  );
-}
-
 function corrupt(name: string, what: string): MasterRunnerError {
   return new MasterRunnerError('store_corrupt', `stored record ${name} ${what}`);
 }
 
-/** The first problem with a stored protocol-1 record, or undefined when it is sound. */
-function protocolRecordProblem(raw: Record<string, unknown>, requestId: string): string | undefined {
-  const keys = Object.keys(raw);
-  if (keys.length !== PROTOCOL_RECORD_KEYS.length || !PROTOCOL_RECORD_KEYS.every((k) => Object.hasOwn(raw, k))) {
-    return 'does not have exactly the fields of a protocol 1 record';
+function oneOf<T extends string>(set: readonly T[], value: string): value is T {
+  return (set as readonly string[]).includes(value);
+}
+
+/** Reasons master-runner 0.1.0 wrote as whole words. */
+const LEGACY_REASON_WORDS: Readonly<Record<string, RecordReason>> = {
+  capability_missing: { code: 'capability_missing' },
+  capability_unsupported: { code: 'capability_unsupported' },
+  capability_no_return: { code: 'capability_unanswered', failure: 'no_return' },
+  capability_no_target: { code: 'capability_unanswered', failure: 'no_target' },
+  minion_binding_conflict: { code: 'binding_conflict', source: 'minion' },
+  answer_binding_conflict: { code: 'binding_conflict', source: 'answer' },
+};
+
+/** Reasons master-runner 0.1.0 built as `<prefix><closed word>`; longer prefixes first. */
+const LEGACY_REASON_PREFIXES: ReadonlyArray<readonly [string, (word: string) => RecordReason | undefined]> = [
+  ['publish_not_sent_', (w) => (oneOf(TRANSPORT_FAILURES, w) ? { code: 'publish_not_sent', failure: w } : undefined)],
+  ['publish_', (w) => (oneOf(TRANSPORT_FAILURES, w) ? { code: 'publish_uncertain', failure: w } : undefined)],
+  ['capability_call_', (w) => (oneOf(CALL_FAILURES, w) ? { code: 'capability_unanswered', failure: w } : undefined)],
+  ['minion_error_', (w) => (isErrorCodeShape(w) ? { code: 'minion_error', error: w } : undefined)],
+  ['status_', (w) => (oneOf(POLL_FAILURES, w) ? { code: 'poll_failed', failure: w } : undefined)],
+];
+
+/** The structured reason a 0.1.0 reason string meant, or the value unchanged (for the schema to judge). */
+function upgradeReason(reason: unknown, state: unknown): unknown {
+  // 0.1.0 recorded no cause for unknown; the only way there was a status answer `unknown`.
+  if (reason === null && state === 'unknown') return { code: 'unknown', cause: 'status_unknown' };
+  if (typeof reason !== 'string') return reason;
+  const word = LEGACY_REASON_WORDS[reason];
+  if (word !== undefined) return word;
+  for (const [prefix, read] of LEGACY_REASON_PREFIXES) {
+    if (reason.startsWith(prefix)) return read(reason.slice(prefix.length)) ?? reason;
   }
-  if (raw['request_id'] !== requestId || !isRequestId(raw['request_id'])) return 'is stored under another request id';
-  if (!isMinionId(raw['minion_id'])) return 'has an invalid minion id';
-  if (!isJid(raw['jid'])) return 'has an invalid JID';
-  const profile = raw['profile'];
-  if (!(PROFILES as readonly unknown[]).includes(profile)) return 'has an unknown profile';
-  if (raw['role'] !== roleForProfile(profile as (typeof PROFILES)[number])) return 'has a role that does not fit its profile';
-  const digest = raw['state_digest'];
-  const digestFits = profile === 'custom' ? typeof digest === 'string' && SHA256_HEX.test(digest) : digest === '';
-  if (!digestFits) return 'has a state digest that does not fit its profile';
-  if (raw['state'] === 'legacy' || !(REQUEST_STATES as readonly unknown[]).includes(raw['state'])) return 'has an unknown state';
-  if (!isCount(raw['publish_attempts']) || !isCount(raw['passed']) || !isCount(raw['total'])) return 'has invalid counts';
-  if (raw['last_observation'] !== null && !isObservation(raw['last_observation'])) return 'has an invalid observation';
-  if (raw['reason'] !== null && typeof raw['reason'] !== 'string') return 'has an invalid reason';
-  if (raw['reconciliation'] !== null && !isReconciliation(raw['reconciliation'])) return 'has an invalid reconciliation';
-  if (typeof raw['created_at'] !== 'string' || typeof raw['updated_at'] !== 'string') return 'has invalid timestamps';
-  return undefined;
+  return reason;
+}
+
+function decodeProtocolRecord(raw: Record<string, unknown>, requestId: string): ProtocolRequestRecord {
+  const parsed = RequestRecordSchema.safeParse({ ...raw, reason: upgradeReason(raw['reason'], raw['state']) });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    // The path names a field of ours; the value and zod's message (which may quote it) are never shown.
+    if (issue?.code === 'unrecognized_keys') throw corrupt(requestId, 'has fields outside a protocol 1 record');
+    const field = issue === undefined || issue.path.length === 0 ? 'itself' : `field "${issue.path.map(String).join('.')}"`;
+    throw corrupt(requestId, `is not a valid protocol 1 record (${field})`);
+  }
+  if (parsed.data.request_id !== requestId) throw corrupt(requestId, 'is stored under another request id');
+  return parsed.data;
 }
 
 function legacyFrom(raw: Record<string, unknown>, requestId: string): LegacyRequestRecord {
   const { [LEGACY_RECONCILIATION_KEY]: reconciliation, ...original } = raw;
   const target = LEGACY_TARGET_KEYS.map((k) => original[k]).find(isMinionId);
+  const recorded = LEGACY_STATE_KEYS.map((k) => original[k]).find((v): v is string => typeof v === 'string' && LEGACY_STATE_WORD.test(v));
   const jid = original['jid'];
   const reconciled = isReconciliation(reconciliation) ? reconciliation : null;
   return {
@@ -114,26 +118,33 @@ function legacyFrom(raw: Record<string, unknown>, requestId: string): LegacyRequ
     request_id: requestId,
     minion_id: target ?? null,
     jid: isJid(jid) ? jid : null,
+    recorded_state: recorded ?? null,
     state: reconciled === null ? 'legacy' : 'reconciled',
     reconciliation: reconciled,
     legacy_fields: original,
   };
 }
 
-/** Interprets what is stored under `requestId`; throws store_corrupt for a damaged protocol-1 record. */
+/** Interprets what is stored under `requestId`; throws store_corrupt for anything it cannot read safely. */
 export function decodeRecord(raw: unknown, requestId: string): RequestRecord {
   if (!isPlainObject(raw)) throw corrupt(requestId, 'is not a JSON object');
-  if (raw['protocol'] !== 1) return legacyFrom(raw, requestId);
-  const problem = protocolRecordProblem(raw, requestId);
-  if (problem !== undefined) throw corrupt(requestId, problem);
-  return raw as unknown as ProtocolRequestRecord;
+  if (!Object.hasOwn(raw, 'protocol')) return legacyFrom(raw, requestId);
+  if (raw['protocol'] !== 1) throw corrupt(requestId, 'names a protocol this runner does not speak');
+  return decodeProtocolRecord(raw, requestId);
 }
 
-/** The stored form of a record. */
+/** The stored form of a record; a protocol-1 record that would not read back is refused before it is written. */
 export function encodeRecord(record: RequestRecord): Record<string, unknown> {
   if (record.protocol === 1) {
-    // Only the known fields, in a fixed order: a stray property never reaches disk.
-    return Object.fromEntries(PROTOCOL_RECORD_KEYS.map((k) => [k, record[k]]));
+    const parsed = RequestRecordSchema.safeParse(record);
+    if (!parsed.success) {
+      const field = parsed.error.issues[0]?.path.map(String).join('.') ?? '';
+      throw new MasterRunnerError('internal', `refusing to store request ${record.request_id}: field "${field}" is not valid`, {
+        requestId: record.request_id,
+      });
+    }
+    // The schema's output: only the known fields, in a fixed order; a stray property never reaches disk.
+    return parsed.data;
   }
   return record.reconciliation === null
     ? { ...record.legacy_fields }

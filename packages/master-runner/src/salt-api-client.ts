@@ -1,14 +1,31 @@
 import { readPrivatePasswordFile } from './credentials.js';
 import { MasterRunnerError } from './errors.js';
 import { exchange, type HttpOutcome, type HttpResponse } from './http-request.js';
-import type { CallOutcome, PublishOutcome, SaltClient, SaltFailureReason } from './salt-client.js';
+import type {
+  CallOutcome,
+  FleetAnswer,
+  FleetCallOutcome,
+  FleetTarget,
+  PublishOutcome,
+  SaltClient,
+  SaltFailureReason,
+  SaltFleetClient,
+} from './salt-client.js';
+import { isPlainObject } from './plain-object.js';
 
 /*
  * SaltClient over salt-api's rest_cherrypy (research/salt-internals.md §7–8):
  *   POST /login {username, password, eauth}  → token (body return[0].token, header X-Auth-Token)
  *   POST /  [{client:"local_async", tgt:[id], tgt_type:"list", fun, arg, jid}]  publication under our JID
- *   POST /  [{client:"local", tgt:[id], tgt_type:"list", fun, arg, timeout, full_return:true}]  synchronous call
- * `tgt_type: list` hits exactly the accepted key named, with no glob meaning.
+ *   POST /  [{client:"local", tgt:[id], tgt_type:"list", fun, arg, timeout, gather_job_timeout, full_return:true}]  synchronous call
+ *   POST /  [{client:"local", tgt:"client-*", tgt_type:"glob", ...}]  a read-only call to the fleet
+ * `tgt_type: list` hits exactly the accepted keys named, with no glob meaning.
+ * For `local`, salt-api runs LocalClient.cmd (salt/netapi/__init__.py:224-239):
+ * it answers `{}` when no accepted key matched (no publication at all,
+ * client/__init__.py:337-342 and 770-771), and `false` for every minion the publication
+ * expected that did not return (client/__init__.py:787-788). The expected
+ * minions of a glob are every accepted key it matches, from the master's pki
+ * directory (utils/minions.py:226-230, _pki_minions), connected or not.
  *
  * Tokens: the login answer's lifetime (`expire` − `start`) is tracked on the
  * injected clock, from the moment the login was sent. A token is renewed
@@ -108,18 +125,25 @@ function parseJson(body: string): unknown {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The single element of rest_cherrypy's `{"return": [x]}` envelope. */
 function firstReturn(body: string): unknown {
   const parsed = parseJson(body);
-  if (!isRecord(parsed) || !Array.isArray(parsed['return']) || parsed['return'].length !== 1) return undefined;
+  if (!isPlainObject(parsed) || !Array.isArray(parsed['return']) || parsed['return'].length !== 1) return undefined;
   return parsed['return'][0];
 }
 
-export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
+/** The salt-api client: single-minion publications and calls, and read-only fleet calls. */
+export type SaltApiClient = SaltClient & SaltFleetClient;
+
+/** One entry of a `local` answer with `full_return: true`. */
+function fleetAnswer(entry: unknown): FleetAnswer {
+  if (entry === false) return { kind: 'no_return' };
+  if (!isPlainObject(entry) || !Object.hasOwn(entry, 'ret') || typeof entry['retcode'] !== 'number') return { kind: 'malformed' };
+  return { kind: 'returned', retcode: entry['retcode'], ret: entry['ret'] };
+}
+
+export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClient {
   const base = parseBaseUrl(options.url);
   if (typeof options.username !== 'string' || options.username === '' || options.username.length > 256) {
     throw new MasterRunnerError('config_invalid', 'the salt-api user name is missing or too long');
@@ -151,7 +175,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
     if (status >= 500) return { ok: false, reason: 'server_error' };
     if (status !== 200) return { ok: false, reason: 'http_error' };
     const answer = firstReturn(body);
-    const fromBody = isRecord(answer) && typeof answer['token'] === 'string' ? answer['token'] : undefined;
+    const fromBody = isPlainObject(answer) && typeof answer['token'] === 'string' ? answer['token'] : undefined;
     const header = headers['x-auth-token'];
     const value = fromBody ?? (typeof header === 'string' ? header : undefined);
     if (value === undefined || value === '') return { ok: false, reason: 'malformed_response' };
@@ -166,8 +190,8 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
    */
   function tokenLifeMs(answer: unknown, sentAtMs: number): number {
     const expire =
-      isRecord(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
-    const start = isRecord(answer) && typeof answer['start'] === 'number' && Number.isFinite(answer['start']) ? answer['start'] : undefined;
+      isPlainObject(answer) && typeof answer['expire'] === 'number' && Number.isFinite(answer['expire']) ? answer['expire'] : undefined;
+    const start = isPlainObject(answer) && typeof answer['start'] === 'number' && Number.isFinite(answer['start']) ? answer['start'] : undefined;
     if (expire === undefined) return ASSUMED_TOKEN_LIFE_MS;
     const life = start === undefined ? expire * 1000 - sentAtMs : (expire - start) * 1000;
     return Math.max(0, life);
@@ -230,6 +254,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
   return {
     publish: (minionId, jid, fun, args) => serialized(() => publishNow(minionId, jid, fun, args)),
     call: (minionId, fun, args, callTimeoutMs) => serialized(() => callNow(minionId, fun, args, callTimeoutMs)),
+    callFleet: (target, fun, args, callTimeoutMs) => serialized(() => callFleetNow(target, fun, args, callTimeoutMs)),
   };
 
   async function publishNow(minionId: string, jid: string, fun: string, args: readonly unknown[]): Promise<PublishOutcome> {
@@ -241,7 +266,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
     if (status >= 500) return { kind: 'uncertain', reason: 'server_error' };
     if (status !== 200) return { kind: 'uncertain', reason: 'http_error' };
     const ack = firstReturn(body);
-    if (!isRecord(ack)) return { kind: 'uncertain', reason: 'malformed_response' };
+    if (!isPlainObject(ack)) return { kind: 'uncertain', reason: 'malformed_response' };
     // {} is salt-api's answer when no accepted key matched (the master's jid was None).
     if (Object.keys(ack).length === 0) return { kind: 'uncertain', reason: 'no_matching_minion' };
     if (ack['jid'] !== jid) return { kind: 'uncertain', reason: 'jid_mismatch' };
@@ -252,24 +277,60 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltClient {
     return { kind: 'acked' };
   }
 
-  async function callNow(minionId: string, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<CallOutcome> {
-    // Salt's `timeout` is not a hard cap (find_job keeps extending it), so
-    // the HTTP deadline is ours and Salt is asked to give up a bit earlier.
-    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.8) / 1000));
+  /** A synchronous `local` call; its answers map, or why there is none. */
+  async function local(
+    tgt: string | readonly string[],
+    tgtType: 'list' | 'glob',
+    fun: string,
+    args: readonly unknown[],
+    callTimeoutMs: number
+  ): Promise<{ ok: true; answers: Record<string, unknown> } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
+    // Salt waits `timeout`, then asks the minions that have not returned
+    // whether the job still runs and waits `gather_job_timeout` for that
+    // (client/__init__.py:1146-1148, per call): a stopped minion costs both.
+    // Neither is a hard cap (a job still running extends them), so the HTTP
+    // deadline is ours, and Salt is asked to finish well inside it.
+    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.6) / 1000));
+    const gatherJobTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.2) / 1000));
+    const target = typeof tgt === 'string' ? tgt : [...tgt];
     const outcome = await postIdempotent(
-      [{ client: 'local', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], timeout: saltTimeoutS, full_return: true }],
+      [
+        {
+          client: 'local',
+          tgt: target,
+          tgt_type: tgtType,
+          fun,
+          arg: [...args],
+          timeout: saltTimeoutS,
+          gather_job_timeout: gatherJobTimeoutS,
+          full_return: true,
+        },
+      ],
       callTimeoutMs
     );
-    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };
     const { status, body } = outcome.response;
-    if (status >= 500) return { kind: 'failed', reason: 'server_error', sent: true };
-    if (status !== 200) return { kind: 'failed', reason: 'http_error', sent: true };
+    if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
+    if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
     const answers = firstReturn(body);
-    if (!isRecord(answers)) return { kind: 'failed', reason: 'malformed_response', sent: true };
+    if (!isPlainObject(answers)) return { ok: false, reason: 'malformed_response', sent: true };
+    return { ok: true, answers };
+  }
+
+  async function callFleetNow(target: FleetTarget, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<FleetCallOutcome> {
+    const outcome = 'glob' in target ? await local(target.glob, 'glob', fun, args, callTimeoutMs) : await local(target.list, 'list', fun, args, callTimeoutMs);
+    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    return { kind: 'returned', answers: new Map(Object.entries(outcome.answers).map(([id, entry]) => [id, fleetAnswer(entry)])) };
+  }
+
+  async function callNow(minionId: string, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<CallOutcome> {
+    const outcome = await local([minionId], 'list', fun, args, callTimeoutMs);
+    if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
+    const { answers } = outcome;
     if (Object.keys(answers).length === 0) return { kind: 'no_target' };
     const mine = answers[minionId];
     if (mine === false) return { kind: 'no_return' };
-    if (!isRecord(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
+    if (!isPlainObject(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
       return { kind: 'failed', reason: 'malformed_response', sent: true };
     }
     return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };

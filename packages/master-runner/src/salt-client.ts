@@ -1,3 +1,5 @@
+import type { TransportFailure } from '@oduflow/protocol';
+
 /*
  * What the runner needs from Salt, independent of transport. Failures are
  * data, classified by what they prove about the request:
@@ -8,24 +10,8 @@
  *     publication that was sent; the request may have been acted on.
  */
 
-/** Why a Salt call failed, in stable machine-readable terms (recorded as a record's reason). */
-export type SaltFailureReason =
-  | 'connection_refused'
-  | 'host_not_found'
-  | 'connect_timeout'
-  | 'network_error'
-  | 'timeout'
-  | 'connection_reset'
-  | 'http_error'
-  | 'server_error'
-  | 'malformed_response'
-  | 'response_too_large'
-  /** salt-api refused the login. */
-  | 'auth_failed'
-  /** salt-api answered 401 to a request that had been sent (the session was rejected). */
-  | 'unauthorized'
-  | 'no_matching_minion'
-  | 'jid_mismatch';
+/** Why a Salt call failed, in stable machine-readable terms (the protocol's closed TRANSPORT_FAILURES). */
+export type SaltFailureReason = TransportFailure;
 
 export type PublishOutcome =
   /** salt-api published to exactly our minion under our JID. */
@@ -47,4 +33,25 @@ export interface SaltClient {
   publish(minionId: string, jid: string, fun: string, args: readonly string[]): Promise<PublishOutcome>;
   /** Calls `fun(args)` on exactly `minionId` and waits for its return (local), at most `timeoutMs`. */
   call(minionId: string, fun: string, args: readonly string[], timeoutMs: number): Promise<CallOutcome>;
+}
+
+/** Whom a fleet call targets: a glob over accepted minion keys, or exactly these minion ids. */
+export type FleetTarget = { readonly glob: string } | { readonly list: readonly string[] };
+
+/** One minion's part of a fleet call, keyed by the minion id Salt reported. */
+export type FleetAnswer =
+  | { readonly kind: 'returned'; readonly retcode: number; readonly ret: unknown }
+  /** An accepted minion the publication expected that did not return in time. */
+  | { readonly kind: 'no_return' }
+  /** salt-api's entry for that minion is not `false` nor `{ret, retcode}`. */
+  | { readonly kind: 'malformed' };
+
+export type FleetCallOutcome =
+  /** Every targeted accepted minion, answered or not; an empty map when no accepted key matched. */
+  | { readonly kind: 'returned'; readonly answers: ReadonlyMap<string, FleetAnswer> }
+  | { readonly kind: 'failed'; readonly reason: SaltFailureReason; readonly sent: boolean };
+
+/** Read-only calls to many minions at once (verify-fleet). */
+export interface SaltFleetClient {
+  callFleet(target: FleetTarget, fun: string, args: readonly string[], timeoutMs: number): Promise<FleetCallOutcome>;
 }

@@ -8,7 +8,7 @@ import { publishPending } from '../src/publish-pending.js';
 import { reconcile } from '../src/reconcile.js';
 import type { RecordStore } from '../src/record-store.js';
 import { createSaltApiClient } from '../src/salt-api-client.js';
-import { refusedUrl } from './support/salt-api-standin.js';
+import { GOOD_CAPABILITIES, OLD_CAPABILITIES, refusedUrl } from './support/salt-api-standin.js';
 import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World, refusal } from './support/harness.js';
 
 let world: World;
@@ -87,19 +87,61 @@ describe('dispatch', () => {
   });
 
   it.each([
-    ['a minion without the module', { retcode: 1, ret: "'oduflow_job.capabilities' is not available." }, 'capability_missing'],
-    ['an older protocol', { retcode: 0, ret: { protocol: 0, module_version: '0.9.0', salt_version: '3006.27' } }, 'capability_unsupported'],
-    ['another Salt version', { retcode: 0, ret: { protocol: 1, module_version: '1.0.0', salt_version: '3006.9' } }, 'capability_unsupported'],
-    ['no answer', { noReturn: true as const }, 'capability_no_return'],
-    ['a salt-api failure', { httpStatus: 500 }, 'capability_call_server_error'],
-  ])('rejects the request when capabilities show %s, publishing nothing and not blocking', async (_label, reply, reason) => {
+    ['a minion without the module', { retcode: 1, ret: "'oduflow_job.capabilities' is not available." }, { code: 'capability_missing' }],
+    ["module 1.0.0's three-key answer", { retcode: 0, ret: OLD_CAPABILITIES }, { code: 'capability_unsupported' }],
+    ['an older protocol', { retcode: 0, ret: { protocol: 0, module_version: '0.9.0', salt_version: '3006.27' } }, { code: 'capability_unsupported' }],
+    ['a malformed answer', { retcode: 0, ret: { ...GOOD_CAPABILITIES, ready: 1 } }, { code: 'capability_unsupported' }],
+    ['another Salt version', { retcode: 0, ret: { ...GOOD_CAPABILITIES, salt_version: '3006.9' } }, { code: 'not_ready', readiness: ['salt_version'] }],
+    [
+      'a minion that is not ready',
+      { retcode: 0, ret: { ...GOOD_CAPABILITIES, ready: false, reasons: ['multiprocessing', 'cache_jobs'] } },
+      { code: 'not_ready', readiness: ['multiprocessing', 'cache_jobs'] },
+    ],
+  ])('rejects the request when the minion answers with %s, publishing nothing and not blocking', async (_label, reply, reason) => {
     world.standIn.capabilities = () => reply;
     const result = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
-    expect(result.outcome).toBe('rejected');
+    expect(result).toMatchObject({ outcome: 'rejected', rejection: reason });
     expect(result.record).toMatchObject({ state: 'rejected', reason });
+    expect(await world.store.get(REQUEST_A)).toMatchObject({ state: 'rejected', reason });
     expect(world.standIn.publications).toHaveLength(0);
-    world.standIn.capabilities = () => ({ retcode: 0, ret: { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' } });
+    world.standIn.capabilities = () => ({ retcode: 0, ret: GOOD_CAPABILITIES });
     expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_B })).outcome).toBe('published');
+  });
+
+  it.each([
+    ['no return', { noReturn: true as const }, 'minion_unreachable', 'no_return'],
+    ['a salt-api failure', { httpStatus: 500 }, 'minion_unreachable', 'server_error'],
+    ['a body that is not salt-api JSON', { body: 'not json' }, 'minion_unreachable', 'malformed_response'],
+    ['no accepted key', { noTarget: true as const }, 'no_target', undefined],
+  ])('records nothing when the capability call gets %s, and the same request id goes through later', async (_label, reply, code, detail) => {
+    world.standIn.capabilities = () => reply;
+    const error = await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A }));
+    expect(error).toMatchObject({ code, detail, requestId: REQUEST_A });
+    expect(await world.store.get(REQUEST_A)).toBeUndefined();
+    expect(readdirSync(join(world.storeRoot, 'jids'))).toEqual([]);
+    expect(world.standIn.publications).toHaveLength(0);
+
+    world.standIn.capabilities = () => ({ retcode: 0, ret: GOOD_CAPABILITIES });
+    const again = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    expect(again).toMatchObject({ outcome: 'published', record: { request_id: REQUEST_A, state: 'published' } });
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('records nothing when salt-api refuses the connection of the capability call', async () => {
+    const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
+    const error = await refusal(dispatch({ ...world.deps, salt: refused }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A }));
+    expect(error).toMatchObject({ code: 'minion_unreachable', detail: 'connection_refused' });
+    expect(await world.store.get(REQUEST_A)).toBeUndefined();
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A })).outcome).toBe('published');
+  });
+
+  it('names publish-pending when the target is blocked by a prepared request', async () => {
+    const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
+    const salt = { call: world.salt.call.bind(world.salt), publish: refused.publish.bind(refused) };
+    expect((await dispatch({ ...world.deps, salt }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A })).record.state).toBe('prepared');
+    const error = await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_B }));
+    expect(error).toMatchObject({ code: 'target_blocked', detail: 'prepared', requestId: REQUEST_A });
+    expect(error.message).toContain('publish-pending');
   });
 
   it.each([
@@ -157,12 +199,26 @@ describe('dispatch', () => {
     const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
     const salt = { call: world.salt.call.bind(world.salt), publish: refused.publish.bind(refused) };
     await dispatch({ ...world.deps, salt }, { minionId: MINION, profile: 'custom', stateDataJson: text, requestId: REQUEST_A });
-    expect((await publishPending(world.deps)).map((p) => [p.outcome, p.reason])).toEqual([['skipped', 'state_data_required']]);
+    expect((await publishPending(world.deps)).map((p) => [p.outcome, p.outcome === 'skipped' ? p.skip : null])).toEqual([['skipped', 'state_data_required']]);
     const other = canonicalJson({ motd: { 'file.absent': [{ name: '/etc/motd' }] } });
     expect((await refusal(publishPending(world.deps, { requestId: REQUEST_A, stateDataJson: other }))).detail).toBe('binding_conflict');
     const done = await publishPending(world.deps, { requestId: REQUEST_A, stateDataJson: text });
     expect(done.map((p) => p.outcome)).toEqual(['published']);
     expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it.each([
+    ['not ready', { retcode: 0, ret: { ...GOOD_CAPABILITIES, ready: false, reasons: ['store_unsafe'] } }, 'not_ready'],
+    ['without the module', { retcode: 1, ret: "'oduflow_job.capabilities' is not available." }, 'capability_missing'],
+    ['unreachable', { noReturn: true as const }, 'unreachable'],
+    ['without an accepted key', { noTarget: true as const }, 'no_target'],
+  ])('leaves a pending request prepared when its minion is %s, saying why', async (_label, reply, skip) => {
+    const refused = createSaltApiClient({ url: await refusedUrl(), username: 'u', passwordFile: world.passwordFile, timeoutMs: 1_000 });
+    const salt = { call: world.salt.call.bind(world.salt), publish: refused.publish.bind(refused) };
+    await dispatch({ ...world.deps, salt }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    world.standIn.capabilities = () => reply;
+    expect(await publishPending(world.deps)).toMatchObject([{ outcome: 'skipped', skip, record: { state: 'prepared' } }]);
+    expect(world.standIn.publications).toHaveLength(0);
   });
 
   it('refuses to publish a request that is already publishing', async () => {
@@ -219,12 +275,16 @@ describe('dispatch', () => {
     // The session salt-api rejects is only discovered by sending the publication.
     const deps = { ...world.deps, crashAt: (point: string) => (point === 'P2' ? world.standIn.dropTokens() : undefined) };
     const result = await dispatch(deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
-    expect(result).toMatchObject({ outcome: 'publish_uncertain', reason: 'unauthorized', record: { state: 'publishing', reason: 'publish_unauthorized' } });
+    expect(result).toMatchObject({
+      outcome: 'publish_uncertain',
+      failure: 'unauthorized',
+      record: { state: 'publishing', reason: { code: 'publish_uncertain', failure: 'unauthorized' } },
+    });
     expect(world.standIn.publicationRequests).toBe(1);
     expect(await publishPending(world.deps)).toEqual([]);
     expect(world.standIn.publicationRequests).toBe(1);
     const polled = await poll(world.deps, REQUEST_A);
-    expect(polled).toMatchObject({ observed: 'not_started', record: { state: 'publishing' } });
+    expect(polled).toMatchObject({ observed: { status: 'not_started' }, record: { state: 'publishing' } });
   });
 
   it('leaves the request prepared when the login before its publication meets a refused connection', async () => {
@@ -240,7 +300,11 @@ describe('dispatch', () => {
       },
     };
     const result = await dispatch(deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
-    expect(result).toMatchObject({ outcome: 'not_sent', reason: 'connection_refused', record: { state: 'prepared' } });
+    expect(result).toMatchObject({
+      outcome: 'not_sent',
+      failure: 'connection_refused',
+      record: { state: 'prepared', reason: { code: 'publish_not_sent', failure: 'connection_refused' } },
+    });
     expect(world.standIn.logins).toBe(1);
     expect(world.standIn.publicationRequests).toBe(0);
     expect(world.standIn.publications).toHaveLength(0);

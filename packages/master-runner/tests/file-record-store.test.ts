@@ -243,14 +243,14 @@ describe('records at rest', () => {
   });
 
   it('lets a legacy record that names no target block every target (fail closed)', async () => {
-    plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
+    plant(world, 'requests', 'mystery.json', { status: 'sent' });
     const deps = await reopen();
     expect(readdirSync(join(world.storeRoot, 'unbound'))).toEqual(['mystery.json']);
     expect((await refusal(dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('target_blocked');
   });
 
   it('stops reading a legacy record that names no target once it is reconciled', async () => {
-    plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
+    plant(world, 'requests', 'mystery.json', { status: 'sent' });
     const deps = await reopen();
     expect(readdirSync(join(world.storeRoot, 'unresolved', '_unbound'))).toEqual(['mystery.json']);
     await reconcile(deps, 'mystery', { reason: 'old run checked', actor: 'ops' });
@@ -476,7 +476,7 @@ describe('migrate-store', () => {
     world.standIn.publishMode = 'ack';
     expect((await dispatch(world.deps, { minionId: OTHER_MINION, profile: 'configure', requestId: REQUEST_B })).outcome).toBe('published');
     await reconcile(world.deps, REQUEST_B, { reason: 'checked on the host', actor: 'ops' });
-    plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
+    plant(world, 'requests', 'mystery.json', { status: 'sent' });
   }
 
   /** The layout before any index (version 0): records and JIDs only. */
@@ -487,7 +487,7 @@ describe('migrate-store', () => {
   /** The layout of the first indexed release (version 1): targets/ and unbound/, no marker, no unresolved index. */
   function toVersion1(): void {
     for (const name of ['unresolved', 'format.json']) rmSync(join(world.storeRoot, name), { recursive: true });
-    plant(world, 'requests', 'mystery.json', { protocol: 0, status: 'sent' });
+    plant(world, 'requests', 'mystery.json', { status: 'sent' });
     writeFileSync(join(world.storeRoot, 'unbound', 'mystery.json'), JSON.stringify({ request_id: 'mystery', minion_id: null }), { mode: 0o600 });
   }
 

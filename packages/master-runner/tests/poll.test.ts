@@ -24,6 +24,10 @@ afterEach(async () => {
   await world.close();
 });
 
+function minionError(code: string): CallReply {
+  return { retcode: 1, ret: { protocol: 1, error: code, message: 'the minion says why, in its own words' } };
+}
+
 function statusReply(overrides: Record<string, unknown>): CallReply {
   return {
     retcode: 0,
@@ -45,7 +49,7 @@ function statusReply(overrides: Record<string, unknown>): CallReply {
 describe('poll', () => {
   it('asks status on exactly the record minion with its exact binding and commits the receipt', async () => {
     const result = await poll(world.deps, REQUEST_A);
-    expect(result).toMatchObject({ outcome: 'committed', observed: 'succeeded', record: { state: 'succeeded', passed: 60, total: 60 } });
+    expect(result).toMatchObject({ outcome: 'committed', observed: { status: 'succeeded' }, record: { state: 'succeeded', passed: 60, total: 60 } });
     const statusCall = world.standIn.calls.find((c) => c.fun === 'oduflow_job.status');
     expect(statusCall).toEqual({ client: 'local', fun: 'oduflow_job.status', tgt: [MINION], tgtType: 'list', args: [REQUEST_A, record.jid, 'configure', ''] });
   });
@@ -73,29 +77,70 @@ describe('poll', () => {
   ])('quarantines on an answer bound to %s', async (_label, overrides) => {
     world.standIn.status = () => statusReply(overrides);
     const result = await poll(world.deps, REQUEST_A);
-    expect(result.record).toMatchObject({ state: 'quarantined', reason: 'answer_binding_conflict' });
+    expect(result.record).toMatchObject({
+      state: 'quarantined',
+      reason: { code: 'binding_conflict', source: 'answer' },
+      last_observation: { failure: 'answer_binding_conflict' },
+    });
   });
 
   it('quarantines when the minion itself reports a binding conflict', async () => {
     world.standIn.status = () => ({ retcode: 1, ret: { protocol: 1, error: 'binding_conflict', message: 'bound to another JID' } });
-    expect((await poll(world.deps, REQUEST_A)).record).toMatchObject({ state: 'quarantined', reason: 'minion_binding_conflict' });
+    expect((await poll(world.deps, REQUEST_A)).record).toMatchObject({
+      state: 'quarantined',
+      reason: { code: 'binding_conflict', source: 'minion' },
+      last_observation: { error: 'binding_conflict' },
+    });
   });
 
-  it.each<[string, () => CallReply, string]>([
-    ['an extra field', () => statusReply({ comment: 'raw output' }), 'status_invalid_status_answer'],
-    ['succeeded with failing counts', () => statusReply({ passed: 59 }), 'status_invalid_status_answer'],
-    ['a boolean protocol', () => statusReply({ protocol: true }), 'status_invalid_status_answer'],
-    ['a numeric JID', () => statusReply({ jid: 20261129100000000000 }), 'status_invalid_status_answer'],
-    ['a Salt string answer', () => ({ retcode: 1, ret: "'oduflow_job.status' is not available." }), 'status_not_a_protocol_answer'],
-    ['an unsafe store refusal', () => ({ retcode: 1, ret: { protocol: 1, error: 'unsafe_store', message: 'store is unsafe' } }), 'minion_error_unsafe_store'],
-    ['no answer', () => ({ noReturn: true }), 'status_no_return'],
-    ['a 500', () => ({ httpStatus: 500 }), 'status_server_error'],
-    ['a body that is not JSON', () => ({ body: 'not json' }), 'status_malformed_response'],
-  ])('keeps the request unresolved with the reason recorded on %s', async (_label, reply, reason) => {
+  it.each<[string, () => CallReply, Record<string, unknown>, Record<string, unknown>]>([
+    ['an extra field', () => statusReply({ comment: 'raw output' }), { code: 'poll_failed', failure: 'invalid_status_answer' }, { failure: 'invalid_status_answer' }],
+    ['succeeded with failing counts', () => statusReply({ passed: 59 }), { code: 'poll_failed', failure: 'invalid_status_answer' }, { failure: 'invalid_status_answer' }],
+    ['a boolean protocol', () => statusReply({ protocol: true }), { code: 'poll_failed', failure: 'invalid_status_answer' }, { failure: 'invalid_status_answer' }],
+    ['a numeric JID', () => statusReply({ jid: 20261129100000000000 }), { code: 'poll_failed', failure: 'invalid_status_answer' }, { failure: 'invalid_status_answer' }],
+    ['a Salt string answer', () => ({ retcode: 1, ret: "'oduflow_job.status' is not available." }), { code: 'poll_failed', failure: 'not_a_protocol_answer' }, { failure: 'not_a_protocol_answer' }],
+    ['a valid answer with retcode 1', () => ({ ...statusReply({}), retcode: 1 }), { code: 'poll_failed', failure: 'not_a_protocol_answer' }, { failure: 'not_a_protocol_answer' }],
+    ['an unsafe store error', () => minionError('unsafe_store'), { code: 'minion_error', error: 'unsafe_store' }, { error: 'unsafe_store' }],
+    ['a malformed store error', () => minionError('malformed_store'), { code: 'minion_error', error: 'malformed_store' }, { error: 'malformed_store' }],
+    ['inconsistent evidence', () => minionError('inconsistent_evidence'), { code: 'minion_error', error: 'inconsistent_evidence' }, { error: 'inconsistent_evidence' }],
+    ['an error code this master does not know', () => minionError('quota_exceeded_v3'), { code: 'minion_error', error: 'quota_exceeded_v3' }, { error: 'quota_exceeded_v3' }],
+    ['an error code of the wrong shape', () => minionError('Quota Exceeded'), { code: 'poll_failed', failure: 'invalid_error_answer' }, { failure: 'invalid_error_answer' }],
+    ['no answer', () => ({ noReturn: true }), { code: 'poll_failed', failure: 'no_return' }, { failure: 'no_return' }],
+    ['no accepted key', () => ({ noTarget: true }), { code: 'poll_failed', failure: 'no_target' }, { failure: 'no_target' }],
+    ['a 500', () => ({ httpStatus: 500 }), { code: 'poll_failed', failure: 'server_error' }, { failure: 'server_error' }],
+    ['a body that is not JSON', () => ({ body: 'not json' }), { code: 'poll_failed', failure: 'malformed_response' }, { failure: 'malformed_response' }],
+  ])('keeps the request unresolved and records %s as the last observation', async (_label, reply, reason, observation) => {
     world.standIn.status = reply;
     const result = await poll(world.deps, REQUEST_A);
-    expect(result.record).toMatchObject({ state: 'published', reason });
+    expect(result.record).toMatchObject({ state: 'published', reason, last_observation: observation });
+    expect(result.observed).toMatchObject(observation);
+    expect(await world.store.get(REQUEST_A)).toMatchObject({ last_observation: observation });
     expect(JSON.stringify(result.record)).not.toContain('raw output');
+  });
+
+  it.each([0, 1])('rejects a request the minion refused (retcode %i), keeps why, and frees the target', async (retcode) => {
+    world.standIn.status = () => ({ ...statusReply({ status: 'refused', passed: 0, total: 0, reason: 'execution_busy' }), retcode });
+    const result = await poll(world.deps, REQUEST_A);
+    expect(result).toMatchObject({
+      outcome: 'committed',
+      observed: { status: 'refused', reason: 'execution_busy' },
+      record: { state: 'rejected', reason: { code: 'refused', refusal: 'execution_busy' } },
+    });
+    world.standIn.status = (_args, _minion, simulated) => simulated;
+    expect((await dispatch(world.deps, { minionId: MINION, profile: 'production', requestId: REQUEST_B })).outcome).toBe('published');
+    expect(world.standIn.publicationsOf(REQUEST_A)).toBe(1);
+  });
+
+  it('quarantines a refusal bound to another JID instead of releasing the target', async () => {
+    world.standIn.status = () => statusReply({ status: 'refused', passed: 0, total: 0, reason: 'execution_busy', jid: '20261129100000999999' });
+    expect((await poll(world.deps, REQUEST_A)).record).toMatchObject({ state: 'quarantined', reason: { code: 'binding_conflict', source: 'answer' } });
+  });
+
+  it('records the cause of unknown', async () => {
+    world.standIn.status = () => statusReply({ status: 'running', passed: 0, total: 0 });
+    await poll(world.deps, REQUEST_A);
+    world.standIn.status = () => statusReply({ status: 'unknown', passed: 0, total: 0 });
+    expect((await poll(world.deps, REQUEST_A)).record).toMatchObject({ state: 'unknown', reason: { code: 'unknown', cause: 'status_unknown_after_running' } });
   });
 
   it('does not ask the minion about a settled request', async () => {
@@ -121,7 +166,7 @@ describe('poll', () => {
     expect(fast).toMatchObject({ outcome: 'committed', record: { state: 'succeeded' } });
     releaseSlow();
     const late = await slow;
-    expect(late).toMatchObject({ outcome: 'unchanged', observed: 'running', record: { state: 'succeeded', passed: 60, total: 60 } });
+    expect(late).toMatchObject({ outcome: 'unchanged', observed: { status: 'running' }, record: { state: 'succeeded', passed: 60, total: 60 } });
     expect((await world.store.get(REQUEST_A))?.state).toBe('succeeded');
   });
 

@@ -190,10 +190,12 @@ describe('tokens', () => {
 });
 
 describe('call', () => {
-  it('asks with local, full_return and a Salt timeout below its own deadline', async () => {
-    const outcome = await client().call(MINION, 'oduflow_job.capabilities', [], 5_000);
+  it('asks with local, full_return and Salt timeouts that end well inside its own deadline', async () => {
+    const outcome = await client().call(MINION, 'oduflow_job.capabilities', [], 20_000);
     expect(outcome).toEqual({ kind: 'returned', retcode: 0, ret: GOOD_CAPABILITIES });
     expect(standIn.calls[0]).toMatchObject({ client: 'local', tgt: [MINION], tgtType: 'list' });
+    // A stopped minion costs timeout + gather_job_timeout in Salt: both must fit in the 20 s.
+    expect(standIn.lowstates[0]).toMatchObject({ full_return: true, timeout: 12, gather_job_timeout: 4 });
   });
 
   it('reports a minion that did not answer, and a target Salt does not know', async () => {

@@ -177,7 +177,7 @@ const SUCCEEDED: StatusAnswer = parseStatusAnswer(RECEIPT, BINDING);
 const LIFECYCLE: readonly RequestEvent[] = [
   { type: 'intent_recorded', at: '2026-11-29T08:23:00.100Z' },
   { type: 'publish_acked', at: '2026-11-29T08:23:00.300Z' },
-  { type: 'poll_failed', at: '2026-11-29T08:23:10.000Z', reason: 'salt_api_timeout' },
+  { type: 'poll_failed', at: '2026-11-29T08:23:10.000Z', failure: 'timeout' },
   { type: 'observed', at: '2026-11-29T08:23:20.000Z', answer: RUNNING },
   { type: 'observed', at: '2026-11-29T08:23:30.000Z', answer: SUCCEEDED },
 ];

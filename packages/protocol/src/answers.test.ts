@@ -1,16 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  CapabilitiesSchema,
   ErrorAnswerSchema,
+  REFUSAL_REASONS,
   ReceiptSchema,
   StatusAnswerSchema,
-  parseCapabilities,
   parseErrorAnswer,
   parseReceipt,
   parseStatusAnswer,
 } from './answers.js';
-import { CAPABILITY } from './constants.js';
-import { ProtocolError } from './errors.js';
+import { PROTOCOL_ERROR_CODES, ProtocolError } from './errors.js';
 
 function failureOf(thunk: () => unknown): { code: string; message: string } | undefined {
   try {
@@ -101,35 +99,36 @@ describe('parseStatusAnswer', () => {
     expect(failureOf(() => parseStatusAnswer({ ...RECEIPT, status: 'pending' }, binding))?.code).toBe('invalid_status_answer');
   });
 
+  it('accepts refused with 0/0 and exactly one more key, the refusal reason', () => {
+    for (const reason of REFUSAL_REASONS) {
+      const refused = { ...RECEIPT, status: 'refused', passed: 0, total: 0, reason };
+      expect(parseStatusAnswer(refused, binding)).toStrictEqual(refused);
+    }
+  });
+
+  it.each([
+    ['refused without a reason', { ...RECEIPT, status: 'refused', passed: 0, total: 0 }, 'field "reason" is missing or invalid'],
+    ['refused with counts', { ...RECEIPT, status: 'refused', reason: 'execution_busy' }, 'field "status" is missing or invalid'],
+    ['a reason outside the closed set', { ...RECEIPT, status: 'refused', passed: 0, total: 0, reason: 'too_tired' }, 'field "reason" is missing or invalid'],
+    ['a reason on a status that is not refused', { ...RECEIPT, reason: 'execution_busy' }, 'has fields outside the protocol'],
+  ])('refuses %s', (_name, value, message) => {
+    expect(failureOf(() => parseStatusAnswer(value, binding))).toStrictEqual({ code: 'invalid_status_answer', message: `status answer ${message}` });
+  });
+
+  it('never takes a refused answer for a receipt', () => {
+    expect(failureOf(() => parseReceipt({ ...RECEIPT, status: 'refused', passed: 0, total: 0, reason: 'execution_busy' }))?.code).toBe('invalid_receipt');
+  });
+
+  it('keeps every refusal reason a protocol error code', () => {
+    for (const reason of REFUSAL_REASONS) expect(PROTOCOL_ERROR_CODES).toContain(reason);
+  });
+
   it('reports an answer about another request as binding_conflict', () => {
     const other = { ...binding, request_id: '3f1c9a2e-5b7d-4c8e-9f0a-1b2c3d4e5f61' };
     expect(failureOf(() => parseStatusAnswer(RECEIPT, other))).toStrictEqual({
       code: 'binding_conflict',
       message: 'status answer is bound to a different request_id than this request',
     });
-  });
-});
-
-describe('parseCapabilities', () => {
-  const capabilities = { protocol: 1, module_version: '0.1.0', salt_version: CAPABILITY.salt_version };
-
-  it('accepts protocol 1 on the pinned Salt with a semver module version', () => {
-    expect(parseCapabilities(capabilities)).toStrictEqual(capabilities);
-    expect(parseCapabilities({ ...capabilities, module_version: '1.2.3-rc.1+build.5' }).module_version).toBe('1.2.3-rc.1+build.5');
-    expect(CapabilitiesSchema.safeParse(capabilities).success).toBe(true);
-  });
-
-  it.each([
-    ['another Salt version', { ...capabilities, salt_version: '3007.1' }],
-    ['another protocol', { ...capabilities, protocol: 2 }],
-    ['protocol true', { ...capabilities, protocol: true }],
-    ['a non-semver module version', { ...capabilities, module_version: 'v1' }],
-    ['a module version with a leading zero', { ...capabilities, module_version: '01.0.0' }],
-    ['an extra key', { ...capabilities, features: [] }],
-    ['a missing key', { protocol: 1, salt_version: CAPABILITY.salt_version }],
-    ['a string answer from Salt', "'oduflow_job.capabilities' is not available."],
-  ])('refuses %s as invalid_capabilities', (_name, value) => {
-    expect(failureOf(() => parseCapabilities(value))?.code).toBe('invalid_capabilities');
   });
 });
 
@@ -140,8 +139,17 @@ describe('parseErrorAnswer', () => {
     expect(ErrorAnswerSchema.safeParse(answer).success).toBe(true);
   });
 
+  it('accepts a code this master does not know yet, so it can be recorded as sent', () => {
+    const answer = { protocol: 1, error: 'quota_exceeded_v2', message: 'x' };
+    expect(parseErrorAnswer(answer)).toStrictEqual(answer);
+  });
+
   it.each([
-    ['an unknown code', { protocol: 1, error: 'oops', message: 'x' }],
+    ['a code with capitals', { protocol: 1, error: 'Oops', message: 'x' }],
+    ['a code with a space', { protocol: 1, error: 'no such thing', message: 'x' }],
+    ['a code of 65 characters', { protocol: 1, error: `a${'b'.repeat(64)}`, message: 'x' }],
+    ['a code starting with a digit', { protocol: 1, error: '1oops', message: 'x' }],
+    ['a code with a trailing newline', { protocol: 1, error: 'oops\n', message: 'x' }],
     ['an extra key', { protocol: 1, error: 'internal_error', message: 'x', trace: '...' }],
     ['a missing message', { protocol: 1, error: 'internal_error' }],
     ['a traceback string', 'Traceback (most recent call last):'],

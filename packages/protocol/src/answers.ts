@@ -1,21 +1,41 @@
 import { z } from 'zod';
-import { CAPABILITY, PROFILES, PROTOCOL_VERSION } from './constants.js';
-import { PROTOCOL_ERROR_CODES, ProtocolError, type ProtocolErrorCode } from './errors.js';
+import { PROFILES, PROTOCOL_VERSION } from './constants.js';
+import { ERROR_CODE_PATTERN, ProtocolError, type ProtocolErrorCode } from './errors.js';
 import { isJid, isMinionId, isRequestId } from './identity.js';
-import { SEMVER_PATTERN, isStateDigestFor } from './patterns.js';
+import { isStateDigestFor } from './patterns.js';
+import { schemaFailure } from './schema-failure.js';
 
 /** Outcomes a receipt can prove. */
 export const TERMINAL_STATUSES = ['succeeded', 'failed', 'unknown'] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
-/** What `oduflow_job.status` may answer: a terminal outcome, or the request is not (yet) there / still running. */
-export const ANSWER_STATUSES = ['not_started', 'running', ...TERMINAL_STATUSES] as const;
+/**
+ * Why a minion refused a publication it proves it never started and never
+ * will (status `refused`). A closed set shared with `oduflow_job.py`; each is
+ * also a protocol error code.
+ */
+export const REFUSAL_REASONS = [
+  'execution_busy',
+  'not_ready',
+  'unsupported_runtime',
+  'forbidden_option',
+  'parallel_refused',
+] as const satisfies readonly ProtocolErrorCode[];
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
+/** Statuses whose answer has exactly the receipt's nine keys. */
+export const NINE_KEY_STATUSES = ['not_started', 'running', ...TERMINAL_STATUSES] as const;
+
+/**
+ * What `oduflow_job.status` may answer: a terminal outcome, the request is not
+ * (yet) there or still running, or the minion refused it (ten keys, with `reason`).
+ */
+export const ANSWER_STATUSES = [...NINE_KEY_STATUSES, 'refused'] as const;
 export type AnswerStatus = (typeof ANSWER_STATUSES)[number];
 
 /** The fields that tie an answer to exactly one request on one minion. */
 export const BINDING_FIELDS = ['minion_id', 'request_id', 'jid', 'profile', 'state_digest'] as const;
 export type BindingField = (typeof BINDING_FIELDS)[number];
-
 
 /** An integer count; `z.number()` already refuses booleans, so Python's `True == 1` cannot pass. */
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -70,43 +90,34 @@ export const ReceiptSchema = z
   .superRefine(checkAnswerRules);
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
-/** What `status` answers: the receipt's nine keys, with `not_started` and `running` (both 0/0) also allowed. */
+/**
+ * What `status` answers: the receipt's nine keys, with `not_started` and
+ * `running` (both 0/0) also allowed; or, for `refused` (0/0), those nine plus
+ * `reason`. `reason` appears exactly when the status is `refused`.
+ */
 export const StatusAnswerSchema = z
-  .strictObject({ ...answerFields, status: z.enum(ANSWER_STATUSES) })
+  .discriminatedUnion('status', [
+    z.strictObject({ ...answerFields, status: z.enum(NINE_KEY_STATUSES) }),
+    z.strictObject({ ...answerFields, status: z.literal('refused'), reason: z.enum(REFUSAL_REASONS) }),
+  ])
   .superRefine(checkAnswerRules);
 export type StatusAnswer = z.infer<typeof StatusAnswerSchema>;
+export type RefusedAnswer = Extract<StatusAnswer, { status: 'refused' }>;
 
-/** What `oduflow_job.capabilities` answers. */
-export const CapabilitiesSchema = z.strictObject({
-  protocol: z.literal(PROTOCOL_VERSION),
-  module_version: z.string().regex(SEMVER_PATTERN),
-  salt_version: z.string(),
-});
-export type Capabilities = z.infer<typeof CapabilitiesSchema>;
-
-/** A refusal sent back as data (Salt retcode 1). */
+/**
+ * An error sent back as data (Salt retcode 1). `error` is any code of the
+ * code shape: a newer module may send a code this master does not know yet,
+ * and it must be recorded as sent (`isProtocolErrorCode` tells known ones).
+ */
 export const ErrorAnswerSchema = z.strictObject({
   protocol: z.literal(PROTOCOL_VERSION),
-  error: z.enum(PROTOCOL_ERROR_CODES),
+  error: z.string().regex(ERROR_CODE_PATTERN),
   message: z.string(),
 });
 export type ErrorAnswer = z.infer<typeof ErrorAnswerSchema>;
 
 /** Any subset of the binding fields; each one given must equal the answer's field exactly. */
 export type Binding = Partial<Pick<Receipt, BindingField>>;
-
-/**
- * Turns a zod failure into a ProtocolError that names only a field of ours.
- * zod issues carry the input (and unknown keys by name), which may hold
- * secrets, so neither the issue messages nor the error itself are passed on.
- */
-function schemaFailure(code: ProtocolErrorCode, subject: string, error: z.ZodError): ProtocolError {
-  const issue = error.issues[0];
-  if (issue === undefined) return new ProtocolError(code, `${subject} is invalid`);
-  if (issue.code === 'unrecognized_keys') return new ProtocolError(code, `${subject} has fields outside the protocol`);
-  if (issue.path.length === 0) return new ProtocolError(code, `${subject} must be an object`);
-  return new ProtocolError(code, `${subject} field "${issue.path.map(String).join('.')}" is missing or invalid`);
-}
 
 function assertBinding(answer: Receipt | StatusAnswer, binding: Binding, subject: string): void {
   for (const key of Object.keys(binding)) {
@@ -138,20 +149,7 @@ export function parseStatusAnswer(value: unknown, binding: Binding): StatusAnswe
   return parsed.data;
 }
 
-/** Validates a capabilities answer and that it reports this protocol on the pinned Salt; else `invalid_capabilities`. */
-export function parseCapabilities(value: unknown): Capabilities {
-  const parsed = CapabilitiesSchema.safeParse(value);
-  if (!parsed.success) throw schemaFailure('invalid_capabilities', 'capabilities answer', parsed.error);
-  if (parsed.data.protocol !== CAPABILITY.protocol) {
-    throw new ProtocolError('invalid_capabilities', `minion does not speak protocol ${CAPABILITY.protocol}`);
-  }
-  if (parsed.data.salt_version !== CAPABILITY.salt_version) {
-    throw new ProtocolError('invalid_capabilities', `minion does not run the pinned Salt ${CAPABILITY.salt_version}`);
-  }
-  return parsed.data;
-}
-
-/** Validates an error answer (`{protocol, error, message}` exactly); else `invalid_error_answer`. */
+/** Validates an error answer (`{protocol, error, message}` exactly, `error` of the code shape); else `invalid_error_answer`. */
 export function parseErrorAnswer(value: unknown): ErrorAnswer {
   const parsed = ErrorAnswerSchema.safeParse(value);
   if (!parsed.success) throw schemaFailure('invalid_error_answer', 'error answer', parsed.error);

@@ -34,9 +34,26 @@ export const PROTOCOL_ERROR_CODES = [
   'internal_error',
   // appended: a publication whose request was already claimed is never executed again
   'already_claimed',
+  // appended (module 1.1.0): the minion is not ready to execute (a refusal reason too)
+  'not_ready',
+  // appended (module 1.1.0): a fixed role compiles to a state with the parallel option
+  'parallel_refused',
+  // appended (module 1.1.0): a request record whose JID index is missing or bound differently
+  'inconsistent_evidence',
 ] as const;
 
 export type ProtocolErrorCode = (typeof PROTOCOL_ERROR_CODES)[number];
+
+/**
+ * What any error code looks like on the wire, including one from a newer
+ * module that this master does not know yet: such a code is recorded as it
+ * is, never folded into a generic failure. Anything else is not a code.
+ */
+export const ERROR_CODE_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+
+export function isErrorCodeShape(value: unknown): value is string {
+  return typeof value === 'string' && ERROR_CODE_PATTERN.test(value);
+}
 
 const MARKER = Symbol.for('oduflow.protocol.error');
 

@@ -1,9 +1,109 @@
-export * from './constants.js';
-export * from './errors.js';
-export * from './identity.js';
-export * from './patterns.js';
-export * from './canonical-json.js';
-export * from './high-data.js';
-export * from './reduce.js';
-export * from './answers.js';
-export * from './request-record.js';
+// The public API of @oduflow/protocol, one named export at a time.
+export {
+  CAPABILITY,
+  MAX_HIGH_DATA_BYTES,
+  MAX_HIGH_DATA_DEPTH,
+  MAX_JSON_DEPTH,
+  PINNED_SALT_VERSION,
+  PROFILE_ROLES,
+  PROFILES,
+  PROTOCOL_VERSION,
+  type FixedProfile,
+  type Profile,
+} from './constants.js';
+export {
+  ERROR_CODE_PATTERN,
+  PROTOCOL_ERROR_CODES,
+  ProtocolError,
+  isErrorCodeShape,
+  isProtocolErrorCode,
+  type ProtocolErrorCode,
+} from './errors.js';
+export { isJid, isMinionId, isRequestId, parseJid, parseMinionId, parseRequestId } from './identity.js';
+export { SEMVER_PATTERN, SHA256_HEX_PATTERN, isSemver, isSha256Hex, isStateDigestFor } from './patterns.js';
+export { canonicalJson, isCanonicalJsonValue, parseCanonicalJson, type JsonValue } from './canonical-json.js';
+export { stateDigest, validateHighData, type HighData, type StateBody } from './high-data.js';
+export { reduceStateResult, type ReducedResult } from './reduce.js';
+export {
+  ANSWER_STATUSES,
+  BINDING_FIELDS,
+  ErrorAnswerSchema,
+  NINE_KEY_STATUSES,
+  REFUSAL_REASONS,
+  ReceiptSchema,
+  StatusAnswerSchema,
+  TERMINAL_STATUSES,
+  parseErrorAnswer,
+  parseReceipt,
+  parseStatusAnswer,
+  type AnswerStatus,
+  type Binding,
+  type BindingField,
+  type ErrorAnswer,
+  type Receipt,
+  type RefusalReason,
+  type RefusedAnswer,
+  type StatusAnswer,
+  type TerminalStatus,
+} from './answers.js';
+export {
+  CapabilitiesSchema,
+  READINESS_MODULE_VERSION,
+  READINESS_REASONS,
+  ReadinessReasonsSchema,
+  capabilityVerdict,
+  parseCapabilities,
+  type Capabilities,
+  type CapabilityVerdict,
+  type ReadinessReason,
+} from './capabilities.js';
+export {
+  CALL_FAILURES,
+  CONFLICT_SOURCES,
+  InstantSchema,
+  ObservationSchema,
+  POLL_FAILURES,
+  RECORD_REASON_CODES,
+  RecordReasonSchema,
+  TRANSPORT_FAILURES,
+  UNKNOWN_CAUSES,
+  type CallFailure,
+  type ConflictSource,
+  type Observation,
+  type PollFailure,
+  type RecordReason,
+  type RecordReasonCode,
+  type TransportFailure,
+  type UnknownCause,
+} from './record-vocabulary.js';
+export {
+  BLOCKING_STATES,
+  POLLABLE_STATES,
+  REQUEST_STATES,
+  RequestRecordSchema,
+  TERMINAL_STATES,
+  createRequestRecord,
+  isBlocking,
+  isPollable,
+  isProtocolRecord,
+  isTerminal,
+  roleForProfile,
+  type LegacyRequestRecord,
+  type NewRequest,
+  type ProtocolRequestRecord,
+  type ProtocolRequestState,
+  type Reconciliation,
+  type RequestRecord,
+  type RequestState,
+} from './request-record.js';
+export {
+  REQUEST_EVENTS,
+  applyEvent,
+  capabilityFailed,
+  observationOf,
+  transitionCell,
+  type CapabilityRejection,
+  type RequestEvent,
+  type RequestEventOf,
+  type RequestEventType,
+} from './transitions.js';

@@ -17,7 +17,7 @@ const FORBIDDEN_USES: Array<[string, RegExp]> = [
 const MODULE_SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"]([^'"]+)['"]/g;
 
 const sourceDir = import.meta.dirname;
-const sources = readdirSync(sourceDir).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'));
+const sources = readdirSync(sourceDir).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.test-d.ts'));
 
 function importedModules(text: string): string[] {
   return [...text.matchAll(MODULE_SPECIFIER)].map((match) => (match[1] ?? '').replace(/^node:/, ''));

@@ -1,59 +1,89 @@
-import { ProtocolError, applyEvent, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import {
+  ProtocolError,
+  REQUEST_EVENTS,
+  REQUEST_STATES,
+  RequestRecordSchema,
+  applyEvent,
+  transitionCell,
+  type RequestEvent,
+  type RequestRecord,
+  type RequestState,
+} from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
+import { loadFixtureFile } from './fixtures.js';
 
 /*
- * Runs fixtures/transitions.json through applyEvent. Transitions are the
+ * Runs fixtures/transitions.json through applyEvent and holds the corpus to
+ * the transition table: every (state, event) cell has a case, and a case in
+ * an `illegal` or `keep` cell shows exactly that. Transitions are the
  * master's alone, so there is no Python counterpart of this runner.
  */
+
+const file = loadFixtureFile('transitions');
 
 interface TransitionCase {
   readonly id: string;
   readonly description: string;
-  readonly input: { readonly record: RequestRecord; readonly event: RequestEvent };
+  readonly record: RequestRecord;
+  readonly event: RequestEvent;
   readonly expect?: RequestRecord;
   readonly error?: string;
 }
 
-const file = JSON.parse(readFileSync(fileURLToPath(new URL('../fixtures/transitions.json', import.meta.url)), 'utf8')) as {
-  category: string;
-  description: string;
-  cases: TransitionCase[];
-};
+/** The loader checked the case shape; record and event are what applyEvent takes. */
+const cases: TransitionCase[] = file.cases.map((c) => ({
+  id: c.id,
+  description: c.description,
+  record: c.input.record as unknown as RequestRecord,
+  event: c.input.event as unknown as RequestEvent,
+  ...(c.error === undefined ? { expect: c.expect as RequestRecord } : { error: c.error }),
+}));
+
+function outcomeOf(c: TransitionCase): { value: RequestRecord } | { code: string } {
+  try {
+    return { value: applyEvent(c.record, c.event) };
+  } catch (error) {
+    if (ProtocolError.isInstance(error)) return { code: error.code };
+    throw error;
+  }
+}
+
+function stateOf(record: RequestRecord): RequestState {
+  return record.protocol === null && record.state === 'legacy' ? 'legacy' : record.state;
+}
 
 describe('transitions fixture file', () => {
-  it('declares its category and holds at least thirty cases', () => {
-    expect(file.category).toBe('transitions');
-    expect(file.cases.length).toBeGreaterThanOrEqual(30);
+  it('holds a case for every state and event of the transition table', () => {
+    const covered = new Set(cases.map((c) => `${stateOf(c.record)}/${c.event.type}`));
+    const missing = REQUEST_STATES.flatMap((state) => REQUEST_EVENTS.map((type) => `${state}/${type}`)).filter((cell) => !covered.has(cell));
+    expect(missing).toStrictEqual([]);
   });
 
-  it('names every case uniquely under transitions/ with exactly one of expect or error', () => {
-    const ids = new Set<string>();
-    for (const c of file.cases) {
-      expect(c.id).toMatch(/^transitions\/[a-z0-9]+(?:-[a-z0-9]+)*$/);
-      expect(ids.has(c.id)).toBe(false);
-      ids.add(c.id);
-      expect(Object.hasOwn(c, 'expect') !== Object.hasOwn(c, 'error')).toBe(true);
+  it('uses only records the record schema accepts, before and after', () => {
+    for (const c of cases) {
+      for (const record of [c.record, c.expect]) {
+        if (record?.protocol !== 1) continue;
+        const parsed = RequestRecordSchema.safeParse(record);
+        expect(parsed.success, `${c.id}: ${parsed.success ? '' : JSON.stringify(parsed.error.issues[0]?.path)}`).toBe(true);
+      }
+    }
+  });
+
+  it('shows exactly what the table decides in its illegal and keep cells', () => {
+    for (const c of cases) {
+      const cell = c.record.protocol === null && c.record.state !== 'legacy' ? 'illegal' : transitionCell(stateOf(c.record), c.event.type);
+      if (cell === 'illegal') expect(c.error, c.id).toBe('illegal_transition');
+      if (cell === 'keep') expect(c.expect, c.id).toStrictEqual(c.record);
     }
   });
 });
 
 describe('applyEvent against the transitions fixtures', () => {
-  for (const c of file.cases) {
+  for (const c of cases) {
     it(`${c.id}: ${c.description}`, () => {
-      if (c.error !== undefined) {
-        let caught: unknown;
-        try {
-          applyEvent(c.input.record, c.input.event);
-        } catch (error) {
-          caught = error;
-        }
-        expect(ProtocolError.isInstance(caught)).toBe(true);
-        expect((caught as ProtocolError).code).toBe(c.error);
-        return;
-      }
-      expect(applyEvent(c.input.record, c.input.event)).toEqual(c.expect);
+      const outcome = outcomeOf(c);
+      if (c.error !== undefined) expect(outcome).toStrictEqual({ code: c.error });
+      else expect(outcome).toStrictEqual({ value: c.expect });
     });
   }
 });

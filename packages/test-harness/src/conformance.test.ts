@@ -5,6 +5,7 @@ import {
   ProtocolError,
   canonicalJson,
   parseCanonicalJson,
+  parseCapabilities,
   parseJid,
   parseMinionId,
   parseReceipt,
@@ -35,6 +36,7 @@ const RUNNERS: { [C in ProtocolCategory]: (input: FixtureInput<C>) => unknown } 
   // Binding values are deliberately untyped in fixtures (a JID bound as a number must conflict).
   receipt: ({ receipt, binding }) => parseReceipt(receipt, binding as Binding | undefined),
   status_answer: ({ answer, binding }) => parseStatusAnswer(answer, binding as Binding),
+  capabilities: ({ answer }) => parseCapabilities(answer),
 };
 
 /** The loader validated `input` against its category's schema, so the runner's input type holds. */

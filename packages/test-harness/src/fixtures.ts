@@ -40,6 +40,7 @@ export const FIXTURE_CATEGORIES = [
   'reduction',
   'receipt',
   'status_answer',
+  'capabilities',
   'transitions',
 ] as const;
 export type FixtureCategory = (typeof FIXTURE_CATEGORIES)[number];
@@ -65,6 +66,7 @@ const INPUT_SCHEMAS = {
   reduction: z.strictObject({ state_return: present }),
   receipt: z.strictObject({ receipt: present, binding: bindingInput.optional() }),
   status_answer: z.strictObject({ answer: present, binding: bindingInput }),
+  capabilities: z.strictObject({ answer: present }),
   transitions: z.strictObject({ record: z.record(z.string(), z.unknown()), event: z.record(z.string(), z.unknown()) }),
 } as const;
 

@@ -70,8 +70,10 @@ function step(r: RequestRecord, ...events: RequestEvent['type'][]): RequestRecor
       case 'intent_recorded':
       case 'publish_acked':
         return applyEvent(current, { type, at: AT });
+      case 'capability_failed':
+        return applyEvent(current, { type, at: AT, reason: 'capability_missing' });
       default:
-        return applyEvent(current, { type, at: AT, reason: 'r' } as RequestEvent);
+        throw new Error(`store conformance: no test event for ${type}`);
     }
   }, r);
 }

@@ -23,9 +23,9 @@ export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npx tsup\` in apps/master before these tests`);
 }
 
-export function runCli(args: readonly string[], env: Readonly<Record<string, string>>): Promise<CliRun> {
+export function runCli(args: readonly string[], env: Readonly<Record<string, string>>, entry: string = CLI): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
+    const child = spawn(process.execPath, [entry, ...args], {
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -5,7 +5,7 @@ import { createFileRecordStore } from '../../src/file-record-store.js';
 import { MasterRunnerError } from '../../src/errors.js';
 import type { MasterDeps } from '../../src/deps.js';
 import type { RecordStore } from '../../src/record-store.js';
-import { createSaltApiClient } from '../../src/salt-api-client.js';
+import { createSaltApiClient, type SaltApiClient } from '../../src/salt-api-client.js';
 import type { SaltClient } from '../../src/salt-client.js';
 import { startSaltApiStandIn, type SaltApiStandIn } from './salt-api-standin.js';
 
@@ -39,7 +39,7 @@ export interface World {
   readonly storeRoot: string;
   readonly store: RecordStore;
   readonly standIn: SaltApiStandIn;
-  readonly salt: SaltClient;
+  readonly salt: SaltApiClient;
   readonly passwordFile: string;
   readonly deps: MasterDeps;
   /** Deps of a second runner worker: the same store, its own salt-api client (a client serializes its own exchanges). */

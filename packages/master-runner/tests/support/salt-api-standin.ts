@@ -66,6 +66,8 @@ export interface SaltApiStandIn {
   readonly publications: Publication[];
   /** Every chunk received on POST / (after auth), in order. */
   readonly calls: { readonly client: string; readonly fun: string; readonly tgt: unknown; readonly tgtType: unknown; readonly args: readonly unknown[] }[];
+  /** The same chunks, exactly as received. */
+  readonly lowstates: Record<string, unknown>[];
   logins: number;
   /** POST / requests carrying a local_async chunk, counted on arrival, before the token is checked. */
   publicationRequests: number;
@@ -78,12 +80,20 @@ export interface SaltApiStandIn {
   loginReply: (() => { readonly status: number; readonly body: string } | undefined) | undefined;
   /** Sends the acknowledgements held in `hold` mode. */
   releaseHeld(): void;
-  /** Overrides the simulated capabilities answer. */
+  /** Overrides the simulated capabilities answer (per minion, for single and fleet calls). */
   capabilities: (minionId: string) => CallReply;
+  /**
+   * The accepted minion keys. Undefined (the default): every minion named in
+   * a single-minion call is accepted, and a glob matches none. Set: only these
+   * match a `list` or `glob` target, like the master's pki directory.
+   */
+  acceptedKeys: string[] | undefined;
   /** Overrides the simulated status answer; `simulated` is what the minion would say. */
   status: (args: readonly unknown[], minionId: string, simulated: CallReply) => CallReply;
-  /** The result the simulated minion reaches when it runs a request. */
-  result: { status: 'succeeded' | 'failed' | 'unknown'; passed: number; total: number };
+  /** The result the simulated minion reaches when it runs a request (or its refusal of it). */
+  result:
+    | { status: 'succeeded' | 'failed' | 'unknown'; passed: number; total: number }
+    | { status: 'refused'; passed: 0; total: 0; reason: string };
   publicationsOf(requestId: string): number;
   publicationsUnder(jid: string): number;
   /** Forgets every issued token: the next authenticated call gets 401 (as after a salt-api restart). */
@@ -91,7 +101,21 @@ export interface SaltApiStandIn {
   close(): Promise<void>;
 }
 
-export const GOOD_CAPABILITIES = { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' };
+/** The module digest the stand-in's minions report (any 64 lowercase hex; CLI tests pass it as --expected-sha256). */
+export const STANDIN_MODULE_SHA256 = 'c0ffee00'.repeat(8);
+
+/** A ready module 1.1.0 on the pinned Salt. */
+export const GOOD_CAPABILITIES = {
+  protocol: 1,
+  module_version: '1.1.0',
+  salt_version: '3006.27',
+  module_sha256: STANDIN_MODULE_SHA256,
+  ready: true,
+  reasons: [],
+};
+
+/** What module 1.0.0 answered: three keys, no readiness. */
+export const OLD_CAPABILITIES = { protocol: 1, module_version: '1.0.0', salt_version: '3006.27' };
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -144,12 +168,40 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     send(res, 200, { return: [{ [minionId]: { ret: reply.ret, retcode: reply.retcode, jid: '20261129000000000000' } }] });
   };
 
+  /** The minions a `local` target matches among the accepted keys (glob: a trailing `*` only, enough for `client-*`). */
+  const matched = (tgt: unknown, tgtType: unknown): string[] => {
+    const accepted = standIn.acceptedKeys ?? [];
+    if (tgtType === 'glob' && typeof tgt === 'string') {
+      return accepted.filter((id) => (tgt.endsWith('*') ? id.startsWith(tgt.slice(0, -1)) : id === tgt));
+    }
+    const named = Array.isArray(tgt) ? tgt.filter((t): t is string => typeof t === 'string') : [];
+    return standIn.acceptedKeys === undefined ? named : named.filter((id) => accepted.includes(id));
+  };
+
+  /** A `local` call to several minions: one entry per matched minion, `false` for those that do not return. */
+  const replyToFleet = (res: ServerResponse, tgt: unknown, tgtType: unknown, fun: string, args: readonly unknown[]): void => {
+    const answers: Record<string, unknown> = {};
+    for (const id of matched(tgt, tgtType)) {
+      const reply: CallReply =
+        fun === 'oduflow_job.capabilities'
+          ? standIn.capabilities(id)
+          : fun === 'oduflow_job.status'
+            ? standIn.status(args, id, simulatedStatus(args, id))
+            : { retcode: 1, ret: `'${fun}' is not available.` };
+      if ('httpStatus' in reply || 'body' in reply || 'hang' in reply || 'after' in reply) return replyToCall(res, id, reply);
+      if ('noTarget' in reply) continue;
+      answers[id] = 'noReturn' in reply ? false : { ret: reply.ret, retcode: reply.retcode, jid: '20261129000000000000' };
+    }
+    send(res, 200, { return: [answers] });
+  };
+
   const handleChunk = (res: ServerResponse, chunk: Record<string, unknown>): void => {
     const tgt = chunk['tgt'];
     const minionId = Array.isArray(tgt) && typeof tgt[0] === 'string' ? tgt[0] : '';
     const fun = String(chunk['fun']);
     const args = Array.isArray(chunk['arg']) ? (chunk['arg'] as unknown[]) : [];
     standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
+    standIn.lowstates.push(chunk);
 
     if (chunk['client'] === 'local_async') {
       const jid = String(chunk['jid']);
@@ -181,6 +233,8 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
       }
     }
     if (chunk['client'] === 'local') {
+      const fleet = chunk['tgt_type'] === 'glob' || (Array.isArray(tgt) && tgt.length !== 1) || standIn.acceptedKeys !== undefined;
+      if (fleet) return replyToFleet(res, tgt, chunk['tgt_type'], fun, args);
       if (fun === 'oduflow_job.capabilities') return replyToCall(res, minionId, standIn.capabilities(minionId));
       if (fun === 'oduflow_job.status') return replyToCall(res, minionId, standIn.status(args, minionId, simulatedStatus(args, minionId)));
       return replyToCall(res, minionId, { retcode: 1, ret: `'${fun}' is not available.` });
@@ -231,6 +285,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     password,
     publications: [],
     calls: [],
+    lowstates: [],
     logins: 0,
     publicationRequests: 0,
     tokensIssued: [],
@@ -241,6 +296,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
       for (const answer of held.splice(0)) answer();
     },
     capabilities: () => ({ retcode: 0, ret: GOOD_CAPABILITIES }),
+    acceptedKeys: undefined,
     status: (_args, _minion, simulated) => simulated,
     result: { status: 'succeeded', passed: 60, total: 60 },
     publicationsOf: (requestId) => standIn.publications.filter((p) => p.args[0] === requestId).length,

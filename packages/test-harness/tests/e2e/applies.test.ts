@@ -98,7 +98,7 @@ describe('managed applies through the real master runner on a live Salt topology
     const deps = master.deps;
 
     const dispatched = await Promise.all(ids.map((id) => dispatch(deps, { minionId: id, profile: 'configure' })));
-    expect(dispatched.map((d) => `${d.outcome}${d.reason === undefined ? '' : `:${d.reason}`}`)).toEqual(['published', 'published', 'published']);
+    expect(dispatched.map((d) => `${d.outcome}${'failure' in d ? `:${d.failure}` : ''}`)).toEqual(['published', 'published', 'published']);
     expect(new Set(dispatched.map((d) => d.record.jid)).size).toBe(3);
     expect(new Set(dispatched.map((d) => d.record.request_id)).size).toBe(3);
 
@@ -230,7 +230,7 @@ describe('managed applies through the real master runner on a live Salt topology
     // While its slow state runs, the minion says running; the target stays blocked.
     await waitUntil('the slow role to start', 30_000, () => (topo.markerLines(id).length === before.length + 1 ? true : undefined));
     const running = await poll(master.deps, rid);
-    expect(running.observed).toBe('running');
+    expect(running.observed).toMatchObject({ status: 'running' });
     expect(running.record.state).toBe('running');
     const stored = await master.store.get(rid);
     await expect(dispatch(master.deps, { minionId: id, profile: 'configure' })).rejects.toMatchObject({

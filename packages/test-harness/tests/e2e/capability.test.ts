@@ -50,14 +50,14 @@ describe('capability check before publication on live Salt minions', () => {
     expect(topo.moduleSha256).toBeNull();
 
     const result = await dispatch(bareMaster.deps, { minionId: id, profile: 'configure' });
-    expect(result).toMatchObject({ outcome: 'rejected', reason: 'capability_missing' });
-    expect(result.record).toMatchObject({ state: 'rejected', publish_attempts: 0, reason: 'capability_missing' });
+    expect(result).toMatchObject({ outcome: 'rejected', rejection: { code: 'capability_missing' } });
+    expect(result.record).toMatchObject({ state: 'rejected', publish_attempts: 0, reason: { code: 'capability_missing' } });
     expect(bareMaster.salt.publishes).toEqual([]);
     expect(bareMaster.salt.calls.map((c) => c.fun)).toEqual(['oduflow_job.capabilities']);
 
     // rejected does not block: a later dispatch is checked again (and refused again).
     const again = await dispatch(bareMaster.deps, { minionId: id, profile: 'configure' });
-    expect(again).toMatchObject({ outcome: 'rejected', reason: 'capability_missing' });
+    expect(again).toMatchObject({ outcome: 'rejected', rejection: { code: 'capability_missing' } });
     expect(again.record.request_id).not.toBe(result.record.request_id);
     expect(bareMaster.salt.publishes).toEqual([]);
     expect(topo.markerLines(id)).toEqual([]);
@@ -77,7 +77,7 @@ describe('capability check before publication on live Salt minions', () => {
 
     for (const profile of ['configure', 'volume_resize']) {
       const result = await dispatch(legacyMaster.deps, { minionId: id, profile });
-      expect(result).toMatchObject({ outcome: 'rejected', reason: 'capability_unsupported' });
+      expect(result).toMatchObject({ outcome: 'rejected', rejection: { code: 'capability_unsupported' } });
       expect(result.record).toMatchObject({ state: 'rejected', publish_attempts: 0 });
     }
     expect(legacyMaster.salt.publishes).toEqual([]);

@@ -120,7 +120,7 @@ describe('lost publications, killed workers and an unreachable salt-api on a liv
     await waitUntil('the job worker to be gone', 10_000, async () => ((await topo.jobWorkers(id)).length === 0 ? true : undefined));
 
     const polled = await poll(master.deps, rid);
-    expect(polled.observed).toBe('unknown');
+    expect(polled.observed).toMatchObject({ status: 'unknown' });
     expect(polled.record).toMatchObject({ state: 'unknown', passed: 0, total: 0 });
     // The minion holds the claim (running, no live lock) and no terminal receipt.
     expect(minionEvidence(topo, id).requests[rid]).toMatchObject({ status: 'running', jid });
@@ -172,8 +172,8 @@ describe('lost publications, killed workers and an unreachable salt-api on a liv
     // The capability check passes; salt-api dies right before the publish goes out.
     master.salt.beforeNextPublish(() => topo.stopSaltApi('SIGKILL'));
     const result = await dispatch(master.deps, { minionId: id, profile: 'configure' });
-    expect(result).toMatchObject({ outcome: 'not_sent', reason: 'connection_refused' });
-    expect(result.record).toMatchObject({ state: 'prepared', publish_attempts: 1, reason: 'publish_not_sent_connection_refused' });
+    expect(result).toMatchObject({ outcome: 'not_sent', failure: 'connection_refused' });
+    expect(result.record).toMatchObject({ state: 'prepared', publish_attempts: 1, reason: { code: 'publish_not_sent', failure: 'connection_refused' } });
     const { request_id: rid, jid } = result.record;
     expect(topo.daemonPid('api')).toBeNull();
     expect(publishesTo(master, id).map((p) => p.outcome)).toEqual([{ kind: 'not_sent', reason: 'connection_refused' }]);
@@ -214,9 +214,9 @@ describe('lost publications, killed workers and an unreachable salt-api on a liv
 
     proxy.armLostAck(() => topo.stopSaltApi('SIGKILL'));
     const result = await dispatch(viaProxy.deps, { minionId: id, profile: 'configure' });
-    expect(result).toMatchObject({ outcome: 'publish_uncertain', reason: 'connection_reset' });
+    expect(result).toMatchObject({ outcome: 'publish_uncertain', failure: 'connection_reset' });
     await proxy.lostAckDone();
-    expect(result.record).toMatchObject({ state: 'publishing', publish_attempts: 1, reason: 'publish_connection_reset' });
+    expect(result.record).toMatchObject({ state: 'publishing', publish_attempts: 1, reason: { code: 'publish_uncertain', failure: 'connection_reset' } });
     expect(proxy.lostAcks()).toBe(1);
     expect(proxy.publications()).toBe(1);
     expect(topo.daemonPid('api')).toBeNull();
