@@ -52,6 +52,8 @@ describe('renderCloudInit', () => {
       multiprocessing: true,
       cache_jobs: false,
       minion_pillar_cache: false,
+      pillar_cache: false,
+      gpg_cache: false,
       extension_modules: DEFAULT_EXTMODS_DIR,
       // no unchecked sync of the master's _modules/ before a highstate, and no sync deleting the module
       autoload_dynamic_modules: false,

@@ -7,13 +7,15 @@
  * Options `oduflow_job.capabilities` requires before it reports `ready`
  * (docs/wire-contract.md, "Module 1.1.0 additions"): a job process per
  * publication (the raw-result shims work only there), and neither the minion
- * job cache nor the pillar cache, which would keep raw state returns and
- * rendered pillar on disk.
+ * job cache nor either pillar cache nor the gpg renderer's cache, which would
+ * keep raw state returns, rendered pillar or decrypted secrets on disk.
  */
 export const READINESS_MINION_OPTIONS = Object.freeze({
   multiprocessing: true,
   cache_jobs: false,
   minion_pillar_cache: false,
+  pillar_cache: false,
+  gpg_cache: false,
 });
 
 /**

@@ -21,10 +21,9 @@ FIXTURE_DIR = HARNESS / "fixtures"
 MODULE_PATH = HARNESS.parent / "minion-wrapper" / "salt" / "_modules" / "oduflow_job.py"
 MASTER_ONLY = {"transitions.json"}
 # Categories the Python module implements that must have cases in the corpus.
-REQUIRED_CATEGORIES = {"identity", "canonical_json", "high_data", "reduction", "receipt", "status_answer"}
-# Module 1.1.0's capabilities answer: run when the corpus has it (its cases
-# come with the TypeScript side of the same change; then it becomes required).
-OPTIONAL_CATEGORIES = {"capabilities"}
+REQUIRED_CATEGORIES = {"identity", "canonical_json", "high_data", "reduction", "receipt", "status_answer", "capabilities"}
+# Categories the corpus may hold beyond those (none today).
+OPTIONAL_CATEGORIES = set()
 # The corpus holds values nested 2000 deep (refused by the module's own
 # MAX_JSON_DEPTH); Python's C JSON decoder counts them against the recursion limit.
 FIXTURE_RECURSION_LIMIT = 10_000

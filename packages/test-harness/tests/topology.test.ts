@@ -83,7 +83,7 @@ describe('a local Salt topology', () => {
   it('runs the minion with the cloud-init options: readiness, no unchecked module sync, no clean-up, a client_receipts schedule', async () => {
     expect(existsSync(join(topo.fileRoot, '_modules', 'oduflow_job.py'))).toBe(false);
     // config.items cannot serialize the opts once the scheduler has stamped its datetimes into them: one key at a time
-    const keys = ['autoload_dynamic_modules', 'clean_dynamic_modules', 'multiprocessing', 'cache_jobs', 'minion_pillar_cache', 'sudo_user', 'module_executors'];
+    const keys = ['autoload_dynamic_modules', 'clean_dynamic_modules', 'multiprocessing', 'cache_jobs', 'minion_pillar_cache', 'pillar_cache', 'gpg_cache', 'sudo_user', 'module_executors'];
     const NOT_SET = 'oduflow-test-not-set';
     const answers = await topo.saltApi(
       keys.map((key) => ({ client: 'local', tgt: [id], tgt_type: 'list', fun: 'config.get', arg: [key, NOT_SET], timeout: 20 })),
@@ -95,6 +95,8 @@ describe('a local Salt topology', () => {
       multiprocessing: true,
       cache_jobs: false,
       minion_pillar_cache: false,
+      pillar_cache: false,
+      gpg_cache: false,
       sudo_user: '',
       module_executors: NOT_SET,
     });
