@@ -77,6 +77,10 @@ export const MASTER_RUNNER_DETAILS = [
   'invalid_expected_sha256',
   /** The reviewed module (its digest) could not be read from @oduflow/minion-wrapper. */
   'module_asset_unreadable',
+  /** store_format: the store predates the format marker; run `oduflow-master migrate-store` once. */
+  'needs_migration',
+  /** store_format: the store's format marker names a version this release does not know. */
+  'unknown_format',
 ] as const;
 
 /**
