@@ -430,7 +430,7 @@ describe('the indexes', () => {
         if (point === 'S4') throw interrupted;
       },
     });
-    const blockingAgain = (r: RequestRecord): RequestRecord => ({ ...(r as ProtocolRequestRecord), state: 'unknown' });
+    const blockingAgain = (r: RequestRecord): RequestRecord => ({ ...(r as ProtocolRequestRecord), state: 'unknown', reason: { code: 'unknown', cause: 'status_unknown' } });
     await expect(crashing.store.updateRequest(REQUEST_A, blockingAgain)).rejects.toBe(interrupted);
     expect(entries('unresolved', MINION)).toEqual([`${REQUEST_A}.json`]);
     expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure' }))).code).toBe('target_blocked');
@@ -584,7 +584,7 @@ describe('migrate-store', () => {
       expect((await refusal(dispatch(deps, { minionId: OTHER_MINION, profile: 'configure' }))).code).toBe('store_corrupt');
     });
     // Repaired by hand into a settled record of MINION: the next run drops the entry.
-    const settled = applyEvent(createRequestRecord({ request_id: REQUEST_A, minion_id: MINION, profile: 'configure', state_digest: '', jid: '20261129100000000009', at: 'x' }), { type: 'capability_failed', at: 'x', reason: 'capability_missing' });
+    const settled = applyEvent(createRequestRecord({ request_id: REQUEST_A, minion_id: MINION, profile: 'configure', state_digest: '', jid: '20261129100000000009', at: '2026-11-29T10:00:00.000Z' }), { type: 'capability_failed', at: '2026-11-29T10:00:00.000Z', reason: 'capability_missing' });
     plant(world, 'requests', `${REQUEST_A}.json`, settled);
     expect(await migrateFileRecordStore({ root: world.storeRoot })).toMatchObject({ undecodable: 0, unresolved: 0, staleEntriesRemoved: 1 });
     await withStore(async (deps) => {
