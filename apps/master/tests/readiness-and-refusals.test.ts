@@ -171,6 +171,7 @@ describe('preflight reports what legacy records say', () => {
     chmodSync(join(dir, 'store'), 0o700);
     writeFileSync(join(dir, 'store', 'requests', 'old-1.json'), JSON.stringify({ minion_id: MINION, status: 'dispatched', out: 'SECRET-OUTPUT' }), { mode: 0o600 });
     writeFileSync(join(dir, 'store', 'requests', 'old-2.json'), JSON.stringify({ host: 'web-01', state: 'sent' }), { mode: 0o600 });
+    expect((await runCli(['migrate-store'], env)).code).toBe(EXIT.ok); // a store of an older release: indexed once
     const run = await runCli(['preflight', '--json'], env);
     expect(run.code).toBe(EXIT.unresolved);
     expect(jsonOf(run)).toMatchObject({

@@ -220,7 +220,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
       await store.updateRequest(requestId(1), (r) => step(r, 'capability_failed'));
       expect(await store.list({ unresolved: true })).toEqual([]);
       // No event of protocol 1 does this (settled states are terminal); the store must not rely on it.
-      await store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), state: 'unknown' }));
+      await store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), state: 'unknown', reason: { code: 'unknown', cause: 'status_unknown' } }));
       expect((await store.list({ unresolved: true })).map((r) => r.request_id)).toEqual([requestId(1)]);
       expect((await store.withTarget(MINION, (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(1)]);
       await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'));
