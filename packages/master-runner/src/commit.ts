@@ -1,4 +1,5 @@
-import { ProtocolError, applyEvent, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import { ProtocolError, applyEvent, isProtocolRecord, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import { isDeepStrictEqual } from 'node:util';
 import type { ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
 import type { UpdateOutcome } from './record-store.js';
@@ -10,6 +11,20 @@ export interface CommitOptions {
    * (a poll racing a publication, or an operator's reconciliation).
    */
   readonly stale?: 'keep' | 'refuse';
+  /**
+   * 'skip': keep the stored record when the event would change nothing but
+   * the time of its last observation (the same poll answer seen again; see
+   * poll.ts). Default 'write'.
+   */
+  readonly repeat?: 'skip' | 'write';
+}
+
+/** `after` is `before` observed again: only `updated_at` and `last_observation.at` differ. */
+export function onlyObservedAgain(before: RequestRecord, after: RequestRecord): boolean {
+  if (before === after) return true;
+  if (!isProtocolRecord(before) || !isProtocolRecord(after) || before.last_observation === null || after.last_observation === null) return false;
+  const untimed = (record: typeof before) => ({ ...record, updated_at: '', last_observation: { ...record.last_observation, at: '' } });
+  return isDeepStrictEqual(untimed(before), untimed(after));
 }
 
 /** One atomic unit: under the request lock, apply `event` to the stored record and write the result. */
@@ -21,7 +36,8 @@ export async function commitEvent(
 ): Promise<UpdateOutcome> {
   const outcome = await deps.store.updateRequest(requestId, (current: RequestRecord) => {
     try {
-      return applyEvent(current, event);
+      const next = applyEvent(current, event);
+      return options.repeat === 'skip' && onlyObservedAgain(current, next) ? current : next;
     } catch (error) {
       if (ProtocolError.isInstance(error) && error.code === 'illegal_transition') {
         if (options.stale === 'keep') return current;

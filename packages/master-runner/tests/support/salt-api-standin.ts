@@ -57,6 +57,13 @@ export interface StandInOptions {
   readonly password?: string;
   /** Token lifetime reported by /login, seconds. */
   readonly tokenLifeS?: number;
+  /** Every `local` call is answered this long after it arrived (a minion's round trip); default 0. */
+  readonly callDelayMs?: number;
+  /**
+   * Keep every chunk in `calls` and `lowstates` (default true). A fleet-scale
+   * bench turns it off: hundreds of thousands of calls would only fill memory.
+   */
+  readonly recordCalls?: boolean;
 }
 
 export interface SaltApiStandIn {
@@ -69,6 +76,8 @@ export interface SaltApiStandIn {
   /** The same chunks, exactly as received. */
   readonly lowstates: Record<string, unknown>[];
   logins: number;
+  /** Every chunk received on POST / (after auth), counted even when `recordCalls` is off. */
+  callCount: number;
   /** POST / requests carrying a local_async chunk, counted on arrival, before the token is checked. */
   publicationRequests: number;
   /** Every token /login handed out. */
@@ -200,8 +209,11 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     const minionId = Array.isArray(tgt) && typeof tgt[0] === 'string' ? tgt[0] : '';
     const fun = String(chunk['fun']);
     const args = Array.isArray(chunk['arg']) ? (chunk['arg'] as unknown[]) : [];
-    standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
-    standIn.lowstates.push(chunk);
+    if (options.recordCalls !== false) {
+      standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
+      standIn.lowstates.push(chunk);
+    }
+    standIn.callCount += 1;
 
     if (chunk['client'] === 'local_async') {
       const jid = String(chunk['jid']);
@@ -232,14 +244,20 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
           return;
       }
     }
-    if (chunk['client'] === 'local') {
-      const fleet = chunk['tgt_type'] === 'glob' || (Array.isArray(tgt) && tgt.length !== 1) || standIn.acceptedKeys !== undefined;
-      if (fleet) return replyToFleet(res, tgt, chunk['tgt_type'], fun, args);
-      if (fun === 'oduflow_job.capabilities') return replyToCall(res, minionId, standIn.capabilities(minionId));
-      if (fun === 'oduflow_job.status') return replyToCall(res, minionId, standIn.status(args, minionId, simulatedStatus(args, minionId)));
-      return replyToCall(res, minionId, { retcode: 1, ret: `'${fun}' is not available.` });
+    if (chunk['client'] === 'local' && (options.callDelayMs ?? 0) > 0) {
+      setTimeout(() => answerLocal(res, chunk, tgt, minionId, fun, args), options.callDelayMs);
+      return;
     }
+    if (chunk['client'] === 'local') return answerLocal(res, chunk, tgt, minionId, fun, args);
     send(res, 400, { status: 400, message: 'Client disabled' });
+  };
+
+  const answerLocal = (res: ServerResponse, chunk: Record<string, unknown>, tgt: unknown, minionId: string, fun: string, args: readonly unknown[]): void => {
+    const fleet = chunk['tgt_type'] === 'glob' || (Array.isArray(tgt) && tgt.length !== 1) || standIn.acceptedKeys !== undefined;
+    if (fleet) return replyToFleet(res, tgt, chunk['tgt_type'], fun, args);
+    if (fun === 'oduflow_job.capabilities') return replyToCall(res, minionId, standIn.capabilities(minionId));
+    if (fun === 'oduflow_job.status') return replyToCall(res, minionId, standIn.status(args, minionId, simulatedStatus(args, minionId)));
+    return replyToCall(res, minionId, { retcode: 1, ret: `'${fun}' is not available.` });
   };
 
   const server = createServer((req, res) => {
@@ -287,6 +305,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     calls: [],
     lowstates: [],
     logins: 0,
+    callCount: 0,
     publicationRequests: 0,
     tokensIssued: [],
     publishMode: 'ack',
