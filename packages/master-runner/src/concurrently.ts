@@ -7,17 +7,38 @@
  * backlog in memory.
  */
 
+export interface PoolOptions<T> {
+  /** Workers, each with one batch in work at a time. */
+  readonly concurrency: number;
+  /** Items a worker takes at once (default 1). */
+  readonly batchSize?: number;
+  /** Items to skip without work (counted by the caller, never batched). */
+  readonly accept?: (item: T) => boolean;
+  /** Stops taking new items; the batches in work finish. */
+  readonly signal?: AbortSignal;
+}
+
 export async function forEachConcurrently<T>(
   source: AsyncIterable<readonly T[]> | Iterable<T>,
-  concurrency: number,
-  work: (item: T) => Promise<void>,
-  signal?: AbortSignal,
+  options: PoolOptions<T>,
+  work: (batch: T[]) => Promise<void>,
 ): Promise<void> {
   const next = pull(source);
-  const worker = async (): Promise<void> => {
-    for (let item = await next(); item !== undefined && signal?.aborted !== true; item = await next()) await work(item.value);
+  const batchSize = options.batchSize ?? 1;
+  const accept = options.accept ?? (() => true);
+  const take = async (): Promise<T[]> => {
+    const batch: T[] = [];
+    while (batch.length < batchSize && options.signal?.aborted !== true) {
+      const item = await next();
+      if (item === undefined) break;
+      if (accept(item.value)) batch.push(item.value);
+    }
+    return batch;
   };
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  const worker = async (): Promise<void> => {
+    for (let batch = await take(); batch.length > 0; batch = await take()) await work(batch);
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, worker));
 }
 
 /** One shared cursor over the source; concurrent callers get distinct items, `undefined` once it is exhausted. */

@@ -82,7 +82,10 @@ export function exchange(url: URL, spec: HttpExchange): Promise<HttpOutcome> {
     req.on('socket', (socket: Socket) => {
       const established = url.protocol === 'https:' ? 'secureConnect' : 'connect';
       // A kept-alive socket is established already (and an earlier exchange used it).
-      if (req.reusedSocket || (!socket.connecting && url.protocol !== 'https:')) connected = true;
+      if (req.reusedSocket || (!socket.connecting && url.protocol !== 'https:')) {
+        connected = true;
+        return;
+      }
       socket.once(established, () => {
         connected = true;
       });

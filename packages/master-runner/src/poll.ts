@@ -116,15 +116,23 @@ function appliedOrKept(record: RequestRecord, event: PollEvent): RequestRecord {
   }
 }
 
-/**
- * Polls one record as read from the store. Undefined when the call was
- * abandoned because `signal` aborted (nothing is recorded then).
- */
-export async function pollRecord(d: ResolvedDeps, record: RequestRecord, options: PollRecordOptions = {}): Promise<PollResult | undefined> {
-  if (!isProtocolRecord(record) || !isPollable(record)) return { outcome: 'not_pollable', record };
-  const args = [record.request_id, record.jid, record.profile, record.state_digest];
-  const answer = await d.salt.call(record.minion_id, 'oduflow_job.status', args, d.callTimeoutMs, options.signal === undefined ? {} : { signal: options.signal });
-  if (answer.kind === 'failed' && options.signal?.aborted === true) return undefined;
+function statusArgs(record: ProtocolRequestRecord): string[] {
+  return [record.request_id, record.jid, record.profile, record.state_digest];
+}
+
+/** The minions' answers for `records`, in one salt-api exchange when there are several and the client can. */
+async function askStatus(d: ResolvedDeps, records: readonly ProtocolRequestRecord[], signal: AbortSignal | undefined): Promise<CallOutcome[]> {
+  const options = signal === undefined ? {} : { signal };
+  if (records.length > 1 && d.salt.callMany !== undefined) {
+    const calls = records.map((r) => ({ minionId: r.minion_id, fun: 'oduflow_job.status', args: statusArgs(r) }));
+    return d.salt.callMany(calls, d.callTimeoutMs, options);
+  }
+  return Promise.all(records.map((r) => d.salt.call(r.minion_id, 'oduflow_job.status', statusArgs(r), d.callTimeoutMs, options)));
+}
+
+/** Records what the minion answered about `record` (read before the call). Undefined when the call was abandoned. */
+async function settle(d: ResolvedDeps, record: ProtocolRequestRecord, answer: CallOutcome, signal: AbortSignal | undefined): Promise<PollResult | undefined> {
+  if (answer.kind === 'failed' && signal?.aborted === true) return undefined;
   const event = statusEvent(record, answer, nowIso(d));
   d.crashAt('P4');
   const observed = observationOf(event);
@@ -134,12 +142,27 @@ export async function pollRecord(d: ResolvedDeps, record: RequestRecord, options
   return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, observed };
 }
 
+/**
+ * Polls records as read from the store (several in one salt-api exchange
+ * when the client offers callMany). A result per record, in order; undefined
+ * for a call abandoned because `signal` aborted (nothing is recorded then).
+ */
+export async function pollRecords(d: ResolvedDeps, records: readonly RequestRecord[], options: PollRecordOptions = {}): Promise<(PollResult | undefined)[]> {
+  const pollable = records.filter((r): r is ProtocolRequestRecord => isProtocolRecord(r) && isPollable(r));
+  const answers = await askStatus(d, pollable, options.signal);
+  const settled = new Map<RequestRecord, Promise<PollResult | undefined>>(
+    pollable.map((record, i) => [record, settle(d, record, answers[i] as CallOutcome, options.signal)]),
+  );
+  return Promise.all(records.map((record) => settled.get(record) ?? Promise.resolve<PollResult>({ outcome: 'not_pollable', record })));
+}
+
 /** Polls one request. Throws `not_found` for an unknown id; every Salt outcome is a result. */
 export async function poll(deps: MasterDeps, requestId: string): Promise<PollResult> {
   const d = resolveDeps(deps);
   const record = await d.store.get(requestId);
   if (record === undefined) throw new MasterRunnerError('not_found', 'no record with that request id');
-  return (await pollRecord(d, record)) as PollResult;
+  const [result] = await pollRecords(d, [record]);
+  return result as PollResult;
 }
 
 export const DEFAULT_POLL_CONCURRENCY = 64;
@@ -159,6 +182,15 @@ export interface SweepOptions {
   readonly onError?: (error: unknown, record: RequestRecord) => void;
   /** Records read from the store per page (default 256). */
   readonly pageSize?: number;
+  /**
+   * Status calls sent in one salt-api exchange (default 1). salt-api runs the
+   * calls of one exchange one after another, so a batch costs the sum of its
+   * calls' round trips (a stopped minion delays the others in its batch), but
+   * the master pays one HTTP exchange per batch: bench/poll-sweep.ts.
+   */
+  readonly batchSize?: number;
+  /** Status calls starting (+n) and ending (−n), for an in-flight gauge. */
+  readonly onCalls?: (delta: number) => void;
 }
 
 export interface SweepSummary {
@@ -187,32 +219,50 @@ export async function sweep(deps: MasterDeps, options: SweepOptions = {}): Promi
   const counts = { seen: 0, polled: 0, committed: 0, unchanged: 0, errors: 0 };
   let firstError: { error: unknown } | undefined;
   const signal = options.signal;
+  const batchSize = options.batchSize ?? 1;
+  const due = options.due;
   await forEachConcurrently(
     pages,
-    concurrency,
-    async (record) => {
-      counts.seen += 1;
-      if (options.due !== undefined && !options.due(record)) return;
+    {
+      concurrency,
+      batchSize,
+      accept: (record) => {
+        counts.seen += 1;
+        return due === undefined || due(record);
+      },
+      ...(signal === undefined ? {} : { signal }),
+    },
+    async (batch) => {
+      let results: (PollResult | undefined)[];
+      options.onCalls?.(batch.length);
       try {
-        const result = await pollRecord(d, record, signal === undefined ? {} : { signal });
-        if (result === undefined || result.outcome === 'not_pollable') return;
+        results = await pollRecords(d, batch, signal === undefined ? {} : { signal });
+      } catch (error) {
+        // A store failure in one commit: the batch's other commits may have landed; the next sweep sees.
+        counts.errors += 1;
+        if (options.onError !== undefined) options.onError(error, batch[0] as RequestRecord);
+        else firstError ??= { error };
+        return;
+      } finally {
+        options.onCalls?.(-batch.length);
+      }
+      for (const result of results) {
+        if (result === undefined || result.outcome === 'not_pollable') continue;
         counts.polled += 1;
         counts[result.outcome] += 1;
         options.onResult?.(result);
-      } catch (error) {
-        counts.errors += 1;
-        if (options.onError !== undefined) options.onError(error, record);
-        else firstError ??= { error };
       }
     },
-    signal,
   );
   if (firstError !== undefined) throw firstError.error;
   return counts;
 }
 
 /** Polls every request that is waiting for a status (up to 64 at once); the results in request-id order. */
-export async function pollAll(deps: MasterDeps, filter: { readonly minionId?: string; readonly concurrency?: number } = {}): Promise<PollResult[]> {
+export async function pollAll(
+  deps: MasterDeps,
+  filter: { readonly minionId?: string; readonly concurrency?: number; readonly batchSize?: number } = {},
+): Promise<PollResult[]> {
   const results: PollResult[] = [];
   await sweep(deps, { ...filter, onResult: (result) => results.push(result) });
   return results.sort((a, b) => (a.record.request_id < b.record.request_id ? -1 : a.record.request_id > b.record.request_id ? 1 : 0));

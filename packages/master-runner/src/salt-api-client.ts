@@ -11,6 +11,7 @@ import type {
   CallOutcome,
   EventStreamEnd,
   FollowEventsOptions,
+  SaltCall,
   FleetAnswer,
   FleetCallOutcome,
   FleetTarget,
@@ -336,6 +337,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
   return {
     publish: (minionId, jid, fun, args) => gate.run('publication', () => publishNow(minionId, jid, fun, args)),
     call: (minionId, fun, args, callTimeoutMs, callOptions) => read(() => callNow(minionId, fun, args, callTimeoutMs, callOptions)),
+    callMany: (calls, callTimeoutMs, callOptions) => read(() => callManyNow(calls, callTimeoutMs, callOptions)),
     callFleet: (target, fun, args, callTimeoutMs) => read(() => callFleetNow(target, fun, args, callTimeoutMs)),
     followEvents: (onEvent, followOptions) => followEvents(onEvent, followOptions),
     get callsInFlight() {
@@ -388,6 +390,48 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     return { kind: 'acked' };
   }
 
+  /**
+   * A synchronous `local` chunk. Salt waits `timeout`, then asks the minions
+   * that have not returned whether the job still runs and waits
+   * `gather_job_timeout` for that (client/__init__.py:1146-1148, per call): a
+   * stopped minion costs both. Neither is a hard cap (a job still running
+   * extends them), so the HTTP deadline is ours, and Salt is asked to finish
+   * well inside it.
+   */
+  function localChunk(tgt: string | readonly string[], tgtType: 'list' | 'glob', fun: string, args: readonly unknown[], callTimeoutMs: number): object {
+    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.6) / 1000));
+    const gatherJobTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.2) / 1000));
+    return {
+      client: 'local',
+      tgt: typeof tgt === 'string' ? tgt : [...tgt],
+      tgt_type: tgtType,
+      fun,
+      arg: [...args],
+      timeout: saltTimeoutS,
+      gather_job_timeout: gatherJobTimeoutS,
+      full_return: true,
+    };
+  }
+
+  /** `local` chunks in one exchange; one answers map per chunk, or why there are none. */
+  async function localMany(
+    chunks: readonly object[],
+    deadlineMs: number,
+    signal?: AbortSignal,
+  ): Promise<{ ok: true; answers: Record<string, unknown>[] } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
+    const outcome = await postRead(chunks, deadlineMs, signal);
+    if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };
+    const { status, body } = outcome.response;
+    if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
+    if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
+    const parsed = parseJson(body);
+    const returns = isPlainObject(parsed) ? parsed['return'] : undefined;
+    if (!Array.isArray(returns) || returns.length !== chunks.length || !returns.every(isPlainObject)) {
+      return { ok: false, reason: 'malformed_response', sent: true };
+    }
+    return { ok: true, answers: returns };
+  }
+
   /** A synchronous `local` call; its answers map, or why there is none. */
   async function local(
     tgt: string | readonly string[],
@@ -397,37 +441,29 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     callTimeoutMs: number,
     signal?: AbortSignal,
   ): Promise<{ ok: true; answers: Record<string, unknown> } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
-    // Salt waits `timeout`, then asks the minions that have not returned
-    // whether the job still runs and waits `gather_job_timeout` for that
-    // (client/__init__.py:1146-1148, per call): a stopped minion costs both.
-    // Neither is a hard cap (a job still running extends them), so the HTTP
-    // deadline is ours, and Salt is asked to finish well inside it.
-    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.6) / 1000));
-    const gatherJobTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.2) / 1000));
-    const target = typeof tgt === 'string' ? tgt : [...tgt];
-    const outcome = await postRead(
-      [
-        {
-          client: 'local',
-          tgt: target,
-          tgt_type: tgtType,
-          fun,
-          arg: [...args],
-          timeout: saltTimeoutS,
-          gather_job_timeout: gatherJobTimeoutS,
-          full_return: true,
-        },
-      ],
-      callTimeoutMs,
-      signal,
-    );
-    if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };
-    const { status, body } = outcome.response;
-    if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
-    if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
-    const answers = firstReturn(body);
-    if (!isPlainObject(answers)) return { ok: false, reason: 'malformed_response', sent: true };
-    return { ok: true, answers };
+    const outcome = await localMany([localChunk(tgt, tgtType, fun, args, callTimeoutMs)], callTimeoutMs, signal);
+    if (!outcome.ok) return outcome;
+    return { ok: true, answers: outcome.answers[0] as Record<string, unknown> };
+  }
+
+  /** One minion's outcome in a `local` answers map. */
+  function minionOutcome(minionId: string, answers: Record<string, unknown>): CallOutcome {
+    if (Object.keys(answers).length === 0) return { kind: 'no_target' };
+    const mine = answers[minionId];
+    if (mine === false) return { kind: 'no_return' };
+    if (!isPlainObject(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
+      return { kind: 'failed', reason: 'malformed_response', sent: true };
+    }
+    return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };
+  }
+
+  async function callManyNow(calls: readonly SaltCall[], callTimeoutMs: number, callOptions: CallOptions = {}): Promise<CallOutcome[]> {
+    if (calls.length === 0) return [];
+    const chunks = calls.map((c) => localChunk([c.minionId], 'list', c.fun, c.args, callTimeoutMs));
+    // salt-api runs the chunks one after another: the exchange may take each call's time.
+    const outcome = await localMany(chunks, callTimeoutMs * calls.length, callOptions.signal);
+    if (!outcome.ok) return calls.map(() => ({ kind: 'failed', reason: outcome.reason, sent: outcome.sent }));
+    return calls.map((c, i) => minionOutcome(c.minionId, outcome.answers[i] as Record<string, unknown>));
   }
 
   async function callFleetNow(target: FleetTarget, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<FleetCallOutcome> {
@@ -445,13 +481,6 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
   ): Promise<CallOutcome> {
     const outcome = await local([minionId], 'list', fun, args, callTimeoutMs, callOptions.signal);
     if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
-    const { answers } = outcome;
-    if (Object.keys(answers).length === 0) return { kind: 'no_target' };
-    const mine = answers[minionId];
-    if (mine === false) return { kind: 'no_return' };
-    if (!isPlainObject(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
-      return { kind: 'failed', reason: 'malformed_response', sent: true };
-    }
-    return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };
+    return minionOutcome(minionId, outcome.answers);
   }
 }

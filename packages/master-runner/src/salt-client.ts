@@ -42,6 +42,20 @@ export interface SaltClient {
    * more than once, and run several at once.
    */
   call(minionId: string, fun: string, args: readonly string[], timeoutMs: number, options?: CallOptions): Promise<CallOutcome>;
+  /**
+   * Optional: several read-only calls, each to exactly one minion with its own
+   * arguments (one Salt publication each: no minion sees another's), sent in
+   * one salt-api exchange, which runs them one after another. `timeoutMs` is
+   * per call. The outcomes in the order of `calls`.
+   */
+  callMany?(calls: readonly SaltCall[], timeoutMs: number, options?: CallOptions): Promise<CallOutcome[]>;
+}
+
+/** One call of a callMany. */
+export interface SaltCall {
+  readonly minionId: string;
+  readonly fun: string;
+  readonly args: readonly string[];
 }
 
 /** Whom a fleet call targets: a glob over accepted minion keys, or exactly these minion ids. */
