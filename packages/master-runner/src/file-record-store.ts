@@ -1,10 +1,10 @@
-import { BLOCKING_STATES, isBlocking, isMinionId, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
+import { BLOCKING_STATES, isBlocking, isJid, isMinionId, isRequestId, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
 import type { FileLock, PrivateDir } from '@oduflow/receipt-store';
 import type { StoreCrashPoint } from './crash-points.js';
 import { MasterRunnerError } from './errors.js';
 import { decodeRecord, encodeRecord } from './record-codec.js';
 import { isRecordId, recordFileName } from './record-id.js';
-import type { CreateOutcome, RecordFilter, RecordStore, TargetUnit, UpdateOutcome } from './record-store.js';
+import type { CreateOutcome, RecordFilter, RecordStore, ScanOptions, TargetUnit, UpdateOutcome } from './record-store.js';
 import { storeCall } from './store-errors.js';
 import {
   DEFAULT_LOCK_WAIT_MS,
@@ -110,6 +110,21 @@ function byRequestId(a: RequestRecord, b: RequestRecord): number {
 
 const BLOCKING: ReadonlySet<string> = new Set(BLOCKING_STATES);
 
+const DEFAULT_PAGE_SIZE = 256;
+
+/** Ids to read when their page comes, and which of the records they name this group yields. */
+interface CandidateGroup {
+  readonly ids: () => string[];
+  readonly owns: (record: RequestRecord) => boolean;
+}
+
+function matches(filter: RecordFilter, r: RequestRecord): boolean {
+  if (filter.minionId !== undefined && r.minion_id !== filter.minionId) return false;
+  if (filter.unresolved === true && !isBlocking(r)) return false;
+  if (filter.states !== undefined && !filter.states.includes(r.state)) return false;
+  return true;
+}
+
 /** Whether every record the filter can return blocks: then the unresolved index holds them all. */
 function needsOnlyBlocking(filter: RecordFilter): boolean {
   return filter.unresolved === true || (filter.states !== undefined && filter.states.every((s) => BLOCKING.has(s)));
@@ -147,14 +162,50 @@ class FileRecordStore implements RecordStore {
     return storeCall('reading a record', () => this.#read(requestId));
   }
 
+  async getByJid(jid: string): Promise<RequestRecord | undefined> {
+    if (!isJid(jid)) return undefined;
+    return storeCall('reading a record by JID', () => {
+      const entry = this.#dirs.jids.readJsonIfExists(`${jid}.json`);
+      const requestId = typeof entry === 'object' && entry !== null ? (entry as Record<string, unknown>)['request_id'] : undefined;
+      if (typeof requestId !== 'string' || !isRequestId(requestId)) return undefined;
+      // A JID whose create lost (S1, or a request id taken under another target) names a record bound to another JID.
+      const record = this.#read(requestId);
+      return record?.jid === jid ? record : undefined;
+    });
+  }
+
   async list(filter: RecordFilter = {}): Promise<RequestRecord[]> {
     const records = await this.#shared(() => storeCall('listing records', () => this.#candidates(filter)));
-    return records.filter((r) => {
-      if (filter.minionId !== undefined && r.minion_id !== filter.minionId) return false;
-      if (filter.unresolved === true && !isBlocking(r)) return false;
-      if (filter.states !== undefined && !filter.states.includes(r.state)) return false;
-      return true;
-    });
+    return records.filter((r) => matches(filter, r));
+  }
+
+  /**
+   * Walks the same candidates as list() a page at a time: the directory
+   * names are read once (a name per candidate, ~100 bytes), the records only
+   * page by page, each page under the store lock (shared) and nothing held
+   * while the caller works.
+   */
+  async *scan(filter: RecordFilter = {}, options: ScanOptions = {}): AsyncIterable<readonly RequestRecord[]> {
+    const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    if (!Number.isInteger(pageSize) || pageSize <= 0) throw new MasterRunnerError('invalid_input', 'the page size must be a positive integer');
+    const groups = await this.#shared(() => storeCall('listing records', () => this.#candidateGroups(filter)));
+    let page: RequestRecord[] = [];
+    for (let next = 0; next < groups.length; ) {
+      const batch = groups.slice(next, next + pageSize);
+      next += batch.length;
+      const records = await this.#shared(() =>
+        storeCall('listing records', () => batch.flatMap((group) => this.#readIds(group.ids()).filter(group.owns))),
+      );
+      for (const record of records) {
+        if (!matches(filter, record)) continue;
+        page.push(record);
+        if (page.length >= pageSize) {
+          yield page;
+          page = [];
+        }
+      }
+    }
+    if (page.length > 0) yield page;
   }
 
   async withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T> {
@@ -240,6 +291,23 @@ class FileRecordStore implements RecordStore {
     }
     if (filter.minionId !== undefined) return this.#readIds(this.#entryIds(this.#dirs.targets, filter.minionId));
     return this.#readIds(idsIn(this.#dirs.requests));
+  }
+
+  /**
+   * scan()'s candidates as deferred groups of ids: a bucket of the unresolved
+   * index or of a target's history (read when its page comes), or one id.
+   */
+  #candidateGroups(filter: RecordFilter): CandidateGroup[] {
+    if (needsOnlyBlocking(filter)) {
+      const buckets = filter.minionId === undefined ? this.#dirs.unresolved.list().filter(isBucket) : [filter.minionId, UNBOUND_BUCKET];
+      // An entry may point to a record of another bucket (a request id lost to a create under another target): its own bucket yields it.
+      return buckets.map((bucket) => ({ ids: () => this.#entryIds(this.#dirs.unresolved, bucket), owns: (r) => bucketOf(r.minion_id) === bucket }));
+    }
+    if (filter.minionId !== undefined) {
+      const minionId = filter.minionId;
+      return [{ ids: () => this.#entryIds(this.#dirs.targets, minionId), owns: (r) => r.minion_id === minionId }];
+    }
+    return idsIn(this.#dirs.requests).map((id) => ({ ids: () => [id], owns: () => true }));
   }
 
   /** Ids listed under `parent/<bucket>/`; pointers only (the record may be missing, bound elsewhere or settled). */

@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type Agent, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type { SaltFailureReason } from './salt-client.js';
@@ -10,8 +10,10 @@ import type { SaltFailureReason } from './salt-client.js';
  * https): request bytes are written only after it. A failure before it
  * (refused, DNS, connect timeout) is `sent: false`; anything after it is
  * `sent: true`, because the server may have read and acted on the request.
- * Every exchange uses a fresh connection (no keep-alive agent), so a reused
- * socket can never make an earlier connection look like a new one.
+ * By default an exchange uses a fresh connection (no keep-alive agent), so a
+ * reused socket can never make an earlier connection look like a new one:
+ * publications always do. Idempotent reads may pass a keep-alive agent; on a
+ * reused socket the request counts as sent from the start (`reusedSocket`).
  */
 
 export interface HttpResponse {
@@ -30,6 +32,10 @@ export interface HttpExchange {
   readonly body?: string;
   /** Hard deadline for the whole exchange, connect included. */
   readonly deadlineMs: number;
+  /** A keep-alive agent (idempotent reads only); default: a fresh connection. */
+  readonly agent?: Agent;
+  /** Ends the exchange early; reported like the deadline (the caller that aborted knows why). */
+  readonly signal?: AbortSignal;
 }
 
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
@@ -52,23 +58,34 @@ export function exchange(url: URL, spec: HttpExchange): Promise<HttpOutcome> {
     let connected = false;
     let deadlineHit = false;
     let settled = false;
+    const onAbort = (): void => {
+      deadlineHit = true;
+      req.destroy(new Error('aborted'));
+    };
     const settle = (outcome: HttpOutcome): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', onAbort);
       resolve(outcome);
     };
 
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, { method: spec.method, headers: spec.headers, agent: false });
+    const req = send(url, { method: spec.method, headers: spec.headers, agent: spec.agent ?? false });
     const timer = setTimeout(() => {
       deadlineHit = true;
       req.destroy(new Error('deadline exceeded'));
     }, spec.deadlineMs);
+    if (spec.signal?.aborted === true) onAbort();
+    else spec.signal?.addEventListener('abort', onAbort, { once: true });
 
     req.on('socket', (socket: Socket) => {
       const established = url.protocol === 'https:' ? 'secureConnect' : 'connect';
-      if (!socket.connecting && url.protocol !== 'https:') connected = true;
+      // A kept-alive socket is established already (and an earlier exchange used it).
+      if (req.reusedSocket || (!socket.connecting && url.protocol !== 'https:')) {
+        connected = true;
+        return;
+      }
       socket.once(established, () => {
         connected = true;
       });

@@ -8,19 +8,24 @@ export {
   type MasterRunnerErrorDetail,
   type MasterRunnerErrorOptions,
 } from './errors.js';
-export type { CreateOutcome, RecordFilter, RecordStore, TargetUnit, UpdateOutcome } from './record-store.js';
+export type { CreateOutcome, RecordFilter, RecordStore, ScanOptions, TargetUnit, UpdateOutcome } from './record-store.js';
 export { isRecordId, recordFileName, recordIdFromFileName } from './record-id.js';
 export { LEGACY_RECONCILIATION_KEY, decodeRecord, encodeRecord } from './record-codec.js';
 export { DEFAULT_FILE_STORE_ROOT, createFileRecordStore, type FileRecordStoreOptions } from './file-record-store.js';
 export { migrateFileRecordStore, type MigrateFileStoreOptions, type MigrateFileStoreReport } from './migrate-store.js';
 export { FILE_STORE_FORMAT_VERSION } from './store-format.js';
 export type {
+  CallOptions,
   CallOutcome,
+  EventStreamEnd,
   FleetAnswer,
   FleetCallOutcome,
   FleetTarget,
+  FollowEventsOptions,
   PublishOutcome,
+  SaltCall,
   SaltClient,
+  SaltEventSource,
   SaltFailureReason,
   SaltFleetClient,
 } from './salt-client.js';
@@ -35,7 +40,27 @@ export { validateDispatchInput, type DispatchInput, type ValidDispatch } from '.
 export { dispatch, type DispatchResult } from './dispatch.js';
 export { publishPrepared, type PublishResult, type PublishResultKind } from './publish.js';
 export { publishPending, type PendingResult, type PendingSkip, type PublishPendingOptions } from './publish-pending.js';
-export { poll, pollAll, statusEvent, type PollOutcome, type PollResult } from './poll.js';
+export {
+  DEFAULT_POLL_CONCURRENCY,
+  poll,
+  pollAll,
+  statusEvent,
+  sweep,
+  type PollOutcome,
+  type PollResult,
+  type SweepOptions,
+  type SweepSummary,
+} from './poll.js';
+export type { BackoffOptions } from './poll-schedule.js';
+export { startPoller, type Poller, type PollerMetrics, type PollerOptions } from './poller.js';
+export {
+  recordEvent,
+  startEventRecorder,
+  type EventRecorder,
+  type EventRecorderMetrics,
+  type EventRecorderOptions,
+  type IgnoredEvent,
+} from './event-recorder.js';
 export { reconcile, type ReconcileInput } from './reconcile.js';
 export { preflight, type PreflightReport } from './preflight.js';
 export {

@@ -44,12 +44,31 @@ export interface UpdateOutcome {
   readonly changed: boolean;
 }
 
+export interface ScanOptions {
+  /** Records per page (default 256). */
+  readonly pageSize?: number;
+}
+
 export interface RecordStore {
   /** Where the records live, for operators (a directory, later a redacted URL). */
   readonly location: string;
   get(requestId: string): Promise<RequestRecord | undefined>;
+  /**
+   * The record that holds this JID (the one it was reserved for), or
+   * undefined: no such JID, a JID burned by a create that lost, or not a JID.
+   * Cheap (the event recorder looks up every return it sees).
+   */
+  getByJid(jid: string): Promise<RequestRecord | undefined>;
   /** Records in request-id order (stable across stores). */
   list(filter?: RecordFilter): Promise<RequestRecord[]>;
+  /**
+   * The records matching `filter`, a page at a time, never all in memory at
+   * once (the poller's walk over a fleet's backlog). A record that matches
+   * for the whole walk is yielded exactly once; one created, changed or
+   * settled meanwhile may or may not be. No order is promised. No lock is
+   * held while the caller works on a page.
+   */
+  scan(filter?: RecordFilter, options?: ScanOptions): AsyncIterable<readonly RequestRecord[]>;
   /** Runs `work` under the target's exclusive lock. */
   withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T>;
   /**

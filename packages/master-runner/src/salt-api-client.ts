@@ -1,14 +1,24 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readPrivatePasswordFile } from './credentials.js';
 import { MasterRunnerError } from './errors.js';
+import { createExchangeGate } from './exchange-gate.js';
 import { exchange, type HttpOutcome, type HttpResponse } from './http-request.js';
+import { followEventStream } from './salt-event-stream.js';
 import type {
+  CallOptions,
   CallOutcome,
+  EventStreamEnd,
+  FollowEventsOptions,
+  SaltCall,
   FleetAnswer,
   FleetCallOutcome,
   FleetTarget,
   PublishOutcome,
   SaltClient,
   SaltFailureReason,
+  SaltEventSource,
   SaltFleetClient,
 } from './salt-client.js';
 import { isPlainObject } from './plain-object.js';
@@ -40,7 +50,18 @@ import { isPlainObject } from './plain-object.js';
  * is `uncertain` and is never retried (we do not rely on how salt-api orders
  * its session check against running the lowstate).
  * The idempotent reads (`call`: capabilities, status) re-login once after a
- * 401 and are sent again.
+ * 401 and are sent again, and are retried (a bounded number of times, after a
+ * short jittered pause, inside their deadline) when salt-api answers 5xx or
+ * the connection breaks: a read changes nothing, and a 500 may be salt-api's
+ * `.root_key` race (exchange-gate.ts).
+ *
+ * Concurrency (exchange-gate.ts): reads run in parallel, up to
+ * `maxConcurrentCalls`, over kept-alive connections, sharing one login (a
+ * token expired or refused for many reads at once is renewed once). A
+ * publication runs alone, on a fresh connection (http-request.ts: the
+ * "provably not sent" proof needs one), after the reads in flight ended.
+ * Share ONE client per process between the poller, the publisher and
+ * everything else, or the gate cannot keep publications apart from reads.
  *
  * The password is read once, from a private file, and kept only in this
  * closure; neither it nor the token is ever put in an error, a log line or a
@@ -59,29 +80,24 @@ export interface SaltApiClientOptions {
   readonly timeoutMs?: number;
   /** Wall clock in ms, for token expiry. */
   readonly now?: () => number;
-}
-
-/**
- * Runs the client's salt-api exchanges one at a time, each with its full
- * deadline from the moment it gets its turn. salt-api 3006.27 builds a
- * NetapiClient per request whose constructor rewrites the master's
- * `.root_key` file (salt/daemons/masterapi.py mk_key: exists → unlink →
- * create); two requests arriving together race on it and one fails with
- * HTTP 500 before its lowstate runs. A publication answered that way would
- * be recorded as uncertain although nothing was published, blocking its
- * target until an operator reconciles it. Serializing here keeps one runner
- * process from ever causing that race.
- */
-function oneAtATime(): <T>(work: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (work) => {
-    const turn = tail.then(work, work);
-    tail = turn.catch(() => undefined);
-    return turn;
-  };
+  /** Reads (status and capability calls, logins) in flight at once; default 64 (salt-api's thread pool is 100). */
+  readonly maxConcurrentCalls?: number;
+  /** How often a read is sent again after a 5xx or a broken connection; default 2. */
+  readonly readRetries?: number;
+  /** Pause before the first retry of a read (ms; later ones wait longer, all jittered); default 25. */
+  readonly retryPauseMs?: number;
+  /** In [0, 1): the jitter of retry pauses; tests pin it. */
+  readonly random?: () => number;
+  /** Told about every retried read, with why (metrics). */
+  readonly onReadRetry?: (reason: SaltFailureReason) => void;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_CONCURRENT_CALLS = 64;
+const DEFAULT_READ_RETRIES = 2;
+const DEFAULT_RETRY_PAUSE_MS = 25;
+/** Failures of a read that another attempt may not meet (salt-api's 5xx included). */
+const RETRYABLE: ReadonlySet<SaltFailureReason> = new Set(['server_error', 'connection_reset', 'network_error']);
 /** Renew this long before salt-api says the token expires. */
 const RENEW_BEFORE_EXPIRY_MS = 60_000;
 /** When salt-api omits `expire`, assume a short life rather than Salt's 12 h default. */
@@ -93,6 +109,8 @@ interface Token {
   /** When salt-api stops accepting it, on the injected clock. */
   readonly expiresAtMs: number;
 }
+
+type LoginResult = { readonly ok: true; readonly token: Token } | { readonly ok: false; readonly reason: SaltFailureReason };
 
 type Authorized =
   | { readonly ok: true; readonly response: HttpResponse }
@@ -133,8 +151,15 @@ function firstReturn(body: string): unknown {
   return parsed['return'][0];
 }
 
-/** The salt-api client: single-minion publications and calls, and read-only fleet calls. */
-export type SaltApiClient = SaltClient & SaltFleetClient;
+/** The salt-api client: single-minion publications and calls, read-only fleet calls and the event stream. */
+export type SaltApiClient = SaltClient &
+  SaltFleetClient &
+  SaltEventSource & {
+    /** Reads in flight now. */
+    readonly callsInFlight: number;
+    /** Closes the kept-alive connections (the client stays usable: the next read opens new ones). */
+    close(): void;
+  };
 
 /** One entry of a `local` answer with `full_return: true`. */
 function fleetAnswer(entry: unknown): FleetAnswer {
@@ -153,21 +178,36 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
     throw new MasterRunnerError('config_invalid', 'the salt-api timeout must be a positive integer');
+  const maxConcurrentCalls = options.maxConcurrentCalls ?? DEFAULT_MAX_CONCURRENT_CALLS;
+  if (!Number.isInteger(maxConcurrentCalls) || maxConcurrentCalls <= 0)
+    throw new MasterRunnerError('config_invalid', 'the salt-api call concurrency must be a positive integer');
+  const readRetries = options.readRetries ?? DEFAULT_READ_RETRIES;
+  if (!Number.isInteger(readRetries) || readRetries < 0)
+    throw new MasterRunnerError('config_invalid', 'the salt-api read retries must be a non-negative integer');
+  const retryPauseMs = options.retryPauseMs ?? DEFAULT_RETRY_PAUSE_MS;
+  const random = options.random ?? Math.random;
   const password = readPrivatePasswordFile(options.passwordFile);
   const now = options.now ?? Date.now;
   const username = options.username;
   let token: Token | undefined;
-  const serialized = oneAtATime();
+  let pendingLogin: Promise<LoginResult> | undefined;
+  const gate = createExchangeGate(maxConcurrentCalls);
+  // Reads only. Kept-alive sockets are unref'd while idle, so they never hold the process open.
+  const readAgent =
+    base.protocol === 'https:'
+      ? new HttpsAgent({ keepAlive: true, maxSockets: maxConcurrentCalls })
+      : new HttpAgent({ keepAlive: true, maxSockets: maxConcurrentCalls });
 
   const endpoint = (path: string): URL => new URL(path, base);
 
-  async function login(deadlineMs: number): Promise<{ ok: true; token: Token } | { ok: false; reason: SaltFailureReason }> {
+  async function login(deadlineMs: number, agent: HttpAgent | undefined): Promise<LoginResult> {
     const sentAtMs = now();
     const outcome = await exchange(endpoint('login'), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },
       body: JSON.stringify({ username, password, eauth }),
       deadlineMs,
+      ...(agent === undefined ? {} : { agent }),
     });
     if (!outcome.ok) return { ok: false, reason: outcome.reason };
     const { status, headers, body } = outcome.response;
@@ -197,22 +237,36 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     return Math.max(0, life);
   }
 
-  /** A token that stays valid for `needMs` more (plus the renewal margin), logging in first when needed. */
-  async function freshToken(
-    needMs: number,
-    deadlineMs: number
-  ): Promise<{ ok: true; token: Token } | { ok: false; reason: SaltFailureReason }> {
+  /**
+   * A token that stays valid for `needMs` more (plus the renewal margin),
+   * logging in first when needed. Concurrent reads share one login.
+   */
+  async function freshToken(needMs: number, deadlineMs: number, agent: HttpAgent | undefined): Promise<LoginResult> {
     if (token !== undefined && now() + needMs < token.expiresAtMs - RENEW_BEFORE_EXPIRY_MS) return { ok: true, token };
+    if (pendingLogin !== undefined) return pendingLogin;
     token = undefined;
-    return login(deadlineMs);
+    const started = login(deadlineMs, agent);
+    pendingLogin = started;
+    try {
+      return await started;
+    } finally {
+      pendingLogin = undefined;
+    }
   }
 
-  function post(lowstate: readonly object[], current: Token, deadlineMs: number): Promise<HttpOutcome> {
+  /** salt-api refused `used`: forget it, unless another exchange already replaced it. */
+  function forget(used: Token): void {
+    if (token === used) token = undefined;
+  }
+
+  function post(lowstate: readonly object[], current: Token, deadlineMs: number, agent?: HttpAgent, signal?: AbortSignal): Promise<HttpOutcome> {
     return exchange(endpoint('./'), {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json', 'x-auth-token': current.value },
       body: JSON.stringify(lowstate),
       deadlineMs,
+      ...(agent === undefined ? {} : { agent }),
+      ...(signal === undefined ? {} : { signal }),
     });
   }
 
@@ -228,34 +282,93 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
    */
   async function postOnce(lowstate: readonly object[], deadlineMs: number): Promise<Authorized> {
     const remaining = budget(deadlineMs);
-    const fresh = await freshToken(deadlineMs, remaining());
+    // Fresh connections only: the login's failure must prove the publication unsent, and the publication's connection its own.
+    const fresh = await freshToken(deadlineMs, remaining(), undefined);
     if (!fresh.ok) return { ok: false, sent: false, reason: fresh.reason };
     const outcome = await post(lowstate, fresh.token, remaining());
-    if (outcome.ok && outcome.response.status === 401) token = undefined;
+    if (outcome.ok && outcome.response.status === 401) forget(fresh.token);
     return outcome;
   }
 
-  /** An idempotent read: after a 401 the token is renewed and the lowstate sent once more. */
-  async function postIdempotent(lowstate: readonly object[], deadlineMs: number): Promise<Authorized> {
-    const remaining = budget(deadlineMs);
+  /** One try of an idempotent read: after a 401 the token is renewed and the lowstate sent once more. */
+  async function postIdempotent(lowstate: readonly object[], remaining: () => number, signal: AbortSignal | undefined): Promise<Authorized> {
     let sent = false;
     for (let attempt = 0; attempt < 2; attempt += 1) {
-      const fresh = await freshToken(0, remaining());
+      const fresh = await freshToken(0, remaining(), readAgent);
       if (!fresh.ok) return { ok: false, sent, reason: fresh.reason };
-      const outcome = await post(lowstate, fresh.token, remaining());
+      const outcome = await post(lowstate, fresh.token, remaining(), readAgent, signal);
       if (!outcome.ok) return { ok: false, sent: sent || outcome.sent, reason: outcome.reason };
       sent = true;
       if (outcome.response.status !== 401) return outcome;
-      token = undefined;
+      forget(fresh.token);
     }
     return { ok: false, sent: true, reason: 'unauthorized' };
   }
 
+  /** Why another try of a read may do better, or undefined when it would not. */
+  function retryReason(outcome: Authorized): SaltFailureReason | undefined {
+    if (!outcome.ok) return RETRYABLE.has(outcome.reason) ? outcome.reason : undefined;
+    return outcome.response.status >= 500 ? 'server_error' : undefined;
+  }
+
+  /** An idempotent read, retried after a 5xx or a broken connection while its deadline allows. */
+  async function postRead(lowstate: readonly object[], deadlineMs: number, signal: AbortSignal | undefined): Promise<Authorized> {
+    const remaining = budget(deadlineMs);
+    for (let retry = 0; ; retry += 1) {
+      const outcome = await postIdempotent(lowstate, remaining, signal);
+      const reason = retryReason(outcome);
+      if (reason === undefined || retry >= readRetries || signal?.aborted === true) return outcome;
+      // Full jitter over a growing window, so reads that failed together do not come back together.
+      const pauseMs = Math.round(retryPauseMs * (retry + 1) * (0.5 + random()));
+      if (pauseMs >= remaining()) return outcome;
+      options.onReadRetry?.(reason);
+      try {
+        await sleep(pauseMs, undefined, signal === undefined ? {} : { signal });
+      } catch {
+        return outcome; // aborted while pausing
+      }
+    }
+  }
+
+  function read<T>(work: () => Promise<T>): Promise<T> {
+    return gate.run('read', work);
+  }
+
   return {
-    publish: (minionId, jid, fun, args) => serialized(() => publishNow(minionId, jid, fun, args)),
-    call: (minionId, fun, args, callTimeoutMs) => serialized(() => callNow(minionId, fun, args, callTimeoutMs)),
-    callFleet: (target, fun, args, callTimeoutMs) => serialized(() => callFleetNow(target, fun, args, callTimeoutMs)),
+    publish: (minionId, jid, fun, args) => gate.run('publication', () => publishNow(minionId, jid, fun, args)),
+    call: (minionId, fun, args, callTimeoutMs, callOptions) => read(() => callNow(minionId, fun, args, callTimeoutMs, callOptions)),
+    callMany: (calls, callTimeoutMs, callOptions) => read(() => callManyNow(calls, callTimeoutMs, callOptions)),
+    callFleet: (target, fun, args, callTimeoutMs) => read(() => callFleetNow(target, fun, args, callTimeoutMs)),
+    followEvents: (onEvent, followOptions) => followEvents(onEvent, followOptions),
+    get callsInFlight() {
+      return gate.readsInFlight;
+    },
+    close: () => readAgent.destroy(),
   };
+
+  /**
+   * One connection to `GET /events`. The token comes from a (gated) login;
+   * the stream itself builds no NetapiClient in salt-api (Events.GET,
+   * salt/netapi/rest_cherrypy/app.py:2235-2437, checks the token through its
+   * own Resolver), so it runs outside the gate, on a connection of its own.
+   */
+  async function followEvents(
+    onEvent: (event: unknown) => void,
+    followOptions: FollowEventsOptions,
+  ): Promise<EventStreamEnd> {
+    const connectTimeoutMs = followOptions.connectTimeoutMs ?? timeoutMs;
+    const fresh = await read(() => freshToken(0, connectTimeoutMs, readAgent));
+    if (!fresh.ok) return { kind: 'failed', reason: fresh.reason };
+    const end = await followEventStream(endpoint('events'), {
+      token: fresh.token.value,
+      connectTimeoutMs,
+      signal: followOptions.signal,
+      onEvent,
+      ...(followOptions.onOpen === undefined ? {} : { onOpen: followOptions.onOpen }),
+    });
+    if (end.kind === 'failed' && end.reason === 'unauthorized') forget(fresh.token);
+    return end;
+  }
 
   async function publishNow(minionId: string, jid: string, fun: string, args: readonly unknown[]): Promise<PublishOutcome> {
     const outcome = await postOnce([{ client: 'local_async', tgt: [minionId], tgt_type: 'list', fun, arg: [...args], jid }], timeoutMs);
@@ -277,44 +390,80 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     return { kind: 'acked' };
   }
 
+  /**
+   * A synchronous `local` chunk. Salt waits `timeout`, then asks the minions
+   * that have not returned whether the job still runs and waits
+   * `gather_job_timeout` for that (client/__init__.py:1146-1148, per call): a
+   * stopped minion costs both. Neither is a hard cap (a job still running
+   * extends them), so the HTTP deadline is ours, and Salt is asked to finish
+   * well inside it.
+   */
+  function localChunk(tgt: string | readonly string[], tgtType: 'list' | 'glob', fun: string, args: readonly unknown[], callTimeoutMs: number): object {
+    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.6) / 1000));
+    const gatherJobTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.2) / 1000));
+    return {
+      client: 'local',
+      tgt: typeof tgt === 'string' ? tgt : [...tgt],
+      tgt_type: tgtType,
+      fun,
+      arg: [...args],
+      timeout: saltTimeoutS,
+      gather_job_timeout: gatherJobTimeoutS,
+      full_return: true,
+    };
+  }
+
+  /** `local` chunks in one exchange; one answers map per chunk, or why there are none. */
+  async function localMany(
+    chunks: readonly object[],
+    deadlineMs: number,
+    signal?: AbortSignal,
+  ): Promise<{ ok: true; answers: Record<string, unknown>[] } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
+    const outcome = await postRead(chunks, deadlineMs, signal);
+    if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };
+    const { status, body } = outcome.response;
+    if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
+    if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
+    const parsed = parseJson(body);
+    const returns = isPlainObject(parsed) ? parsed['return'] : undefined;
+    if (!Array.isArray(returns) || returns.length !== chunks.length || !returns.every(isPlainObject)) {
+      return { ok: false, reason: 'malformed_response', sent: true };
+    }
+    return { ok: true, answers: returns };
+  }
+
   /** A synchronous `local` call; its answers map, or why there is none. */
   async function local(
     tgt: string | readonly string[],
     tgtType: 'list' | 'glob',
     fun: string,
     args: readonly unknown[],
-    callTimeoutMs: number
+    callTimeoutMs: number,
+    signal?: AbortSignal,
   ): Promise<{ ok: true; answers: Record<string, unknown> } | { ok: false; reason: SaltFailureReason; sent: boolean }> {
-    // Salt waits `timeout`, then asks the minions that have not returned
-    // whether the job still runs and waits `gather_job_timeout` for that
-    // (client/__init__.py:1146-1148, per call): a stopped minion costs both.
-    // Neither is a hard cap (a job still running extends them), so the HTTP
-    // deadline is ours, and Salt is asked to finish well inside it.
-    const saltTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.6) / 1000));
-    const gatherJobTimeoutS = Math.max(1, Math.floor((callTimeoutMs * 0.2) / 1000));
-    const target = typeof tgt === 'string' ? tgt : [...tgt];
-    const outcome = await postIdempotent(
-      [
-        {
-          client: 'local',
-          tgt: target,
-          tgt_type: tgtType,
-          fun,
-          arg: [...args],
-          timeout: saltTimeoutS,
-          gather_job_timeout: gatherJobTimeoutS,
-          full_return: true,
-        },
-      ],
-      callTimeoutMs
-    );
-    if (!outcome.ok) return { ok: false, reason: outcome.reason, sent: outcome.sent };
-    const { status, body } = outcome.response;
-    if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
-    if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
-    const answers = firstReturn(body);
-    if (!isPlainObject(answers)) return { ok: false, reason: 'malformed_response', sent: true };
-    return { ok: true, answers };
+    const outcome = await localMany([localChunk(tgt, tgtType, fun, args, callTimeoutMs)], callTimeoutMs, signal);
+    if (!outcome.ok) return outcome;
+    return { ok: true, answers: outcome.answers[0] as Record<string, unknown> };
+  }
+
+  /** One minion's outcome in a `local` answers map. */
+  function minionOutcome(minionId: string, answers: Record<string, unknown>): CallOutcome {
+    if (Object.keys(answers).length === 0) return { kind: 'no_target' };
+    const mine = answers[minionId];
+    if (mine === false) return { kind: 'no_return' };
+    if (!isPlainObject(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
+      return { kind: 'failed', reason: 'malformed_response', sent: true };
+    }
+    return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };
+  }
+
+  async function callManyNow(calls: readonly SaltCall[], callTimeoutMs: number, callOptions: CallOptions = {}): Promise<CallOutcome[]> {
+    if (calls.length === 0) return [];
+    const chunks = calls.map((c) => localChunk([c.minionId], 'list', c.fun, c.args, callTimeoutMs));
+    // salt-api runs the chunks one after another: the exchange may take each call's time.
+    const outcome = await localMany(chunks, callTimeoutMs * calls.length, callOptions.signal);
+    if (!outcome.ok) return calls.map(() => ({ kind: 'failed', reason: outcome.reason, sent: outcome.sent }));
+    return calls.map((c, i) => minionOutcome(c.minionId, outcome.answers[i] as Record<string, unknown>));
   }
 
   async function callFleetNow(target: FleetTarget, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<FleetCallOutcome> {
@@ -323,16 +472,15 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     return { kind: 'returned', answers: new Map(Object.entries(outcome.answers).map(([id, entry]) => [id, fleetAnswer(entry)])) };
   }
 
-  async function callNow(minionId: string, fun: string, args: readonly unknown[], callTimeoutMs: number): Promise<CallOutcome> {
-    const outcome = await local([minionId], 'list', fun, args, callTimeoutMs);
+  async function callNow(
+    minionId: string,
+    fun: string,
+    args: readonly unknown[],
+    callTimeoutMs: number,
+    callOptions: CallOptions = {},
+  ): Promise<CallOutcome> {
+    const outcome = await local([minionId], 'list', fun, args, callTimeoutMs, callOptions.signal);
     if (!outcome.ok) return { kind: 'failed', reason: outcome.reason, sent: outcome.sent };
-    const { answers } = outcome;
-    if (Object.keys(answers).length === 0) return { kind: 'no_target' };
-    const mine = answers[minionId];
-    if (mine === false) return { kind: 'no_return' };
-    if (!isPlainObject(mine) || !Object.hasOwn(mine, 'ret') || typeof mine['retcode'] !== 'number') {
-      return { kind: 'failed', reason: 'malformed_response', sent: true };
-    }
-    return { kind: 'returned', retcode: mine['retcode'], ret: mine['ret'] };
+    return minionOutcome(minionId, outcome.answers);
   }
 }

@@ -28,11 +28,34 @@ export type CallOutcome =
   | { readonly kind: 'no_target' }
   | { readonly kind: 'failed'; readonly reason: SaltFailureReason; readonly sent: boolean };
 
+export interface CallOptions {
+  /** Ends the call early (a poller shutting down); the outcome is then a failure nobody should record. */
+  readonly signal?: AbortSignal;
+}
+
 export interface SaltClient {
   /** Publishes `fun(args)` to exactly `minionId` under `jid`, asynchronously (local_async). Never throws for transport failures. */
   publish(minionId: string, jid: string, fun: string, args: readonly string[]): Promise<PublishOutcome>;
-  /** Calls `fun(args)` on exactly `minionId` and waits for its return (local), at most `timeoutMs`. */
-  call(minionId: string, fun: string, args: readonly string[], timeoutMs: number): Promise<CallOutcome>;
+  /**
+   * Calls `fun(args)` on exactly `minionId` and waits for its return (local),
+   * at most `timeoutMs`. Read-only calls only: an implementation may send it
+   * more than once, and run several at once.
+   */
+  call(minionId: string, fun: string, args: readonly string[], timeoutMs: number, options?: CallOptions): Promise<CallOutcome>;
+  /**
+   * Optional: several read-only calls, each to exactly one minion with its own
+   * arguments (one Salt publication each: no minion sees another's), sent in
+   * one salt-api exchange, which runs them one after another. `timeoutMs` is
+   * per call. The outcomes in the order of `calls`.
+   */
+  callMany?(calls: readonly SaltCall[], timeoutMs: number, options?: CallOptions): Promise<CallOutcome[]>;
+}
+
+/** One call of a callMany. */
+export interface SaltCall {
+  readonly minionId: string;
+  readonly fun: string;
+  readonly args: readonly string[];
 }
 
 /** Whom a fleet call targets: a glob over accepted minion keys, or exactly these minion ids. */
@@ -54,4 +77,31 @@ export type FleetCallOutcome =
 /** Read-only calls to many minions at once (verify-fleet). */
 export interface SaltFleetClient {
   callFleet(target: FleetTarget, fun: string, args: readonly string[], timeoutMs: number): Promise<FleetCallOutcome>;
+}
+
+/** How one connection to the event stream ended. */
+export type EventStreamEnd =
+  /** The caller's signal aborted it. */
+  | { readonly kind: 'aborted' }
+  /** salt-api closed a stream it had opened (a restart, an expired token). */
+  | { readonly kind: 'ended' }
+  /** It could not be opened, or broke; `unauthorized` when salt-api refused the token. */
+  | { readonly kind: 'failed'; readonly reason: SaltFailureReason };
+
+export interface FollowEventsOptions {
+  readonly signal: AbortSignal;
+  /** Deadline of the login and of the stream's opening (not of the stream). */
+  readonly connectTimeoutMs?: number;
+  /** Called once the stream is open. */
+  readonly onOpen?: () => void;
+}
+
+/** The master's event bus as salt-api streams it (`GET /events`). */
+export interface SaltEventSource {
+  /**
+   * Follows one connection to the stream, calling `onEvent` with every
+   * event's parsed `data` ({tag, data}), until it ends; never throws for
+   * transport failures. Reconnecting is the caller's policy.
+   */
+  followEvents(onEvent: (event: unknown) => void, options: FollowEventsOptions): Promise<EventStreamEnd>;
 }

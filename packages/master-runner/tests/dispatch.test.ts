@@ -247,7 +247,9 @@ describe('dispatch', () => {
     const gated: RecordStore = {
       location: store.location,
       get: (id) => store.get(id),
+      getByJid: (jid) => store.getByJid(jid),
       list: (filter) => store.list(filter),
+      scan: (filter, options) => store.scan(filter, options),
       withTarget: (minionId, work) => store.withTarget(minionId, work),
       updateRequest: async (id, decide) => {
         arrived();

@@ -245,47 +245,103 @@ describe('configuration and credentials', () => {
   });
 });
 
-describe('request serialization', () => {
-  it('never has two salt-api exchanges in flight at once, so salt-api 3006.27 cannot race on its .root_key', async () => {
+describe('concurrency', () => {
+  /** A salt-api that holds every answer 40 ms and records which exchanges overlapped. */
+  async function observedServer() {
     const { createServer } = await import('node:http');
-    let inFlight = 0;
-    let maxInFlight = 0;
-    let lowstates = 0;
+    const seen = { reads: 0, publications: 0, maxReads: 0, publicationOverlaps: 0, logins: 0 };
     const server = createServer((req, res) => {
-      inFlight += 1;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      const finish = (status: number, body: unknown) => {
-        inFlight -= 1;
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-      };
-      req.resume();
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
       req.on('end', () => {
-        if (req.url === '/login') {
-          finish(200, { return: [{ token: 'serial-token', expire: Date.now() / 1000 + 3600, start: Date.now() / 1000 }] });
-          return;
-        }
-        lowstates += 1;
-        // Hold each answer long enough that overlapping requests would be seen.
-        setTimeout(() => finish(200, { return: [{ [MINION]: { ret: GOOD_CAPABILITIES, retcode: 0 } }] }), 40);
+        const publication = body.includes('"local_async"');
+        if (publication) seen.publications += 1;
+        else seen.reads += 1;
+        seen.maxReads = Math.max(seen.maxReads, seen.reads);
+        if (seen.publications > 1 || (seen.publications === 1 && seen.reads > 0)) seen.publicationOverlaps += 1;
+        if (req.url === '/login') seen.logins += 1;
+        const answer =
+          req.url === '/login'
+            ? { return: [{ token: 'c0ffee', expire: Date.now() / 1000 + 3600, start: Date.now() / 1000 }] }
+            : publication
+              ? { return: [{ jid: JSON.parse(body)[0].jid, minions: [MINION] }] }
+              : { return: [{ [MINION]: { ret: GOOD_CAPABILITIES, retcode: 0 } }] };
+        setTimeout(() => {
+          if (publication) seen.publications -= 1;
+          else seen.reads -= 1;
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+        }, 40);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    return { url: `http://127.0.0.1:${address.port}`, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+
+  it('runs status calls in parallel, up to its limit, sharing one login', async () => {
+    const server = await observedServer();
     try {
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('no port');
-      const salt = client({ url: `http://127.0.0.1:${address.port}`, timeoutMs: 5_000 });
+      const salt = createSaltApiClient({ url: server.url, username: standIn.username, passwordFile, eauth: 'sharedsecret', maxConcurrentCalls: 4 });
+      const answers = await Promise.all(Array.from({ length: 10 }, () => salt.call(MINION, 'oduflow_job.capabilities', [], 5_000)));
+      expect(answers.every((a) => a.kind === 'returned')).toBe(true);
+      expect(server.seen.maxReads).toBe(4);
+      expect(server.seen.logins).toBe(1);
+      salt.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('never has a publication in flight beside any other exchange, so salt-api 3006.27 cannot race it on its .root_key', async () => {
+    const server = await observedServer();
+    try {
+      const salt = createSaltApiClient({ url: server.url, username: standIn.username, passwordFile, eauth: 'sharedsecret', timeoutMs: 5_000 });
       const answers = await Promise.all(
-        Array.from({ length: 6 }, (_, i) =>
-          i % 2 === 0
-            ? salt.call(MINION, 'oduflow_job.capabilities', [], 5_000)
-            : salt.publish(MINION, `2026112910000000000${i}`, 'oduflow_job.run', [REQUEST_A, 'configure', '']),
+        Array.from({ length: 12 }, (_, i) =>
+          i % 3 === 1
+            ? salt.publish(MINION, `2026112910000000000${i % 10}`, 'oduflow_job.run', [REQUEST_A, 'configure', ''])
+            : salt.call(MINION, 'oduflow_job.capabilities', [], 5_000),
         ),
       );
-      expect(lowstates).toBe(6);
-      expect(maxInFlight).toBe(1);
-      expect(answers.filter((a) => a.kind === 'returned')).toHaveLength(3);
+      expect(answers.filter((a) => a.kind === 'acked')).toHaveLength(4);
+      expect(server.seen.maxReads).toBeGreaterThan(1);
+      expect(server.seen.publicationOverlaps).toBe(0);
+      salt.close();
     } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
     }
+  });
+
+  it('renews a refused token once for many calls that were refused together', async () => {
+    const salt = client();
+    await salt.call(MINION, 'oduflow_job.capabilities', [], 1_000);
+    standIn.dropTokens();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => salt.call(MINION, 'oduflow_job.capabilities', [], 1_000)));
+    expect(answers.every((a) => a.kind === 'returned')).toBe(true);
+    expect(standIn.logins).toBe(2);
+    salt.close();
+  });
+
+  it('does not retry a publication that salt-api answered 500: it stays uncertain, sent once', async () => {
+    standIn.publishMode = 'error_500';
+    expect(await client().publish(MINION, JID, 'oduflow_job.run', [REQUEST_A, 'configure', ''])).toEqual({ kind: 'uncertain', reason: 'server_error' });
+    expect(standIn.publicationRequests).toBe(1);
+  });
+
+  it('answers a batch of calls in order, each from its own minion', async () => {
+    const other = 'client-5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f';
+    standIn.capabilities = (id) => (id === other ? { noReturn: true } : { retcode: 0, ret: GOOD_CAPABILITIES });
+    const salt = client();
+    const answers = await salt.callMany?.(
+      [
+        { minionId: MINION, fun: 'oduflow_job.status', args: [REQUEST_A, JID, 'configure', ''] },
+        { minionId: other, fun: 'oduflow_job.status', args: [REQUEST_A, JID, 'configure', ''] },
+      ],
+      1_000,
+    );
+    expect(answers?.map((a) => a.kind)).toEqual(['returned', 'returned']);
+    expect(standIn.batches).toBe(1);
+    expect(standIn.calls.map((c) => c.tgt)).toEqual([[MINION], [other]]);
   });
 });

@@ -215,6 +215,46 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
       expect((await store.list({ states: ['succeeded', 'reconciled'] })).map((r) => r.request_id)).toEqual([2, 5, 7, 9].map(requestId));
     });
 
+    it('finds a record by its JID, and nothing for a JID it does not hold or text that is not a JID', async () => {
+      await put(store, record(1));
+      await put(store, record(2, OTHER_MINION));
+      await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'publish_acked'));
+      expect(await store.getByJid(jid(1))).toEqual(await store.get(requestId(1)));
+      expect(await store.getByJid(jid(2))).toMatchObject({ request_id: requestId(2), minion_id: OTHER_MINION, state: 'published' });
+      expect(await store.getByJid(jid(3))).toBeUndefined();
+      expect(await store.getByJid('../requests/x')).toBeUndefined();
+    });
+
+    it('finds no record by a JID whose create lost to another record of the same request id', async () => {
+      await put(store, record(1));
+      const outcome = await store.withTarget(OTHER_MINION, (unit) => unit.create(record(1, OTHER_MINION, 7)));
+      expect(outcome).toMatchObject({ created: false, reason: 'request_exists' });
+      expect(await store.getByJid(jid(7))).toBeUndefined();
+      expect(await store.getByJid(jid(1))).toMatchObject({ request_id: requestId(1) });
+    });
+
+    it('scans the matching records page by page, each once, whatever the page size', async () => {
+      const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
+      for (let n = 1; n <= 11; n += 1) await put(store, record(n, minion(n % 3)));
+      for (const n of [2, 5]) await store.updateRequest(requestId(n), (r) => step(r, 'reconciled'));
+      for (const n of [3, 4, 8]) await store.updateRequest(requestId(n), (r) => step(r, 'intent_recorded', 'publish_acked'));
+      const scanned = async (filter: Parameters<RecordStore['scan']>[0], pageSize: number): Promise<string[]> => {
+        const ids: string[] = [];
+        for await (const page of store.scan(filter, { pageSize })) {
+          expect(page.length).toBeGreaterThan(0);
+          expect(page.length).toBeLessThanOrEqual(pageSize);
+          ids.push(...page.map((r) => r.request_id));
+        }
+        return ids.sort();
+      };
+      for (const pageSize of [1, 2, 5, 100]) {
+        expect(await scanned({ states: ['published'] }, pageSize)).toEqual([3, 4, 8].map(requestId).sort());
+        expect(await scanned({ unresolved: true }, pageSize)).toEqual((await store.list({ unresolved: true })).map((r) => r.request_id).sort());
+        expect(await scanned({}, pageSize)).toEqual((await store.list()).map((r) => r.request_id).sort());
+        expect(await scanned({ minionId: minion(1) }, pageSize)).toEqual([1, 4, 7, 10].map(requestId).sort());
+      }
+    });
+
     it('reports a record as unresolved and as a blocker whenever its stored state blocks, whichever way an update went', async () => {
       await put(store, record(1));
       await store.updateRequest(requestId(1), (r) => step(r, 'capability_failed'));

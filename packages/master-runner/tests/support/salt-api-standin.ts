@@ -57,6 +57,13 @@ export interface StandInOptions {
   readonly password?: string;
   /** Token lifetime reported by /login, seconds. */
   readonly tokenLifeS?: number;
+  /** Every `local` call is answered this long after it arrived (a minion's round trip); default 0. */
+  readonly callDelayMs?: number;
+  /**
+   * Keep every chunk in `calls` and `lowstates` (default true). A fleet-scale
+   * bench turns it off: hundreds of thousands of calls would only fill memory.
+   */
+  readonly recordCalls?: boolean;
 }
 
 export interface SaltApiStandIn {
@@ -69,6 +76,10 @@ export interface SaltApiStandIn {
   /** The same chunks, exactly as received. */
   readonly lowstates: Record<string, unknown>[];
   logins: number;
+  /** Every chunk received on POST / (after auth), counted even when `recordCalls` is off. */
+  callCount: number;
+  /** POST / requests that carried more than one chunk. */
+  batches: number;
   /** POST / requests carrying a local_async chunk, counted on arrival, before the token is checked. */
   publicationRequests: number;
   /** Every token /login handed out. */
@@ -98,6 +109,20 @@ export interface SaltApiStandIn {
   publicationsUnder(jid: string): number;
   /** Forgets every issued token: the next authenticated call gets 401 (as after a salt-api restart). */
   dropTokens(): void;
+  /**
+   * Fire `salt/job/<jid>/ret/<minion>` on `GET /events` after every
+   * acknowledged publication, carrying what the simulated minion's `run`
+   * returns (default true; nobody hears it unless a stream is open).
+   */
+  returnEvents: boolean;
+  /** Streams open on `GET /events` now. */
+  readonly eventStreams: number;
+  /** Sends one event ({tag, data}) to every open stream. */
+  emit(event: { readonly tag: string; readonly data: unknown }): void;
+  /** Cuts every open event stream (a salt-api restart, a dropped connection). */
+  dropEventStreams(): void;
+  /** Answers `GET /events` with this HTTP status instead of a stream, while set. */
+  eventsStatus: number | undefined;
   close(): Promise<void>;
 }
 
@@ -139,6 +164,27 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
   const executions = new Map<string, Execution>();
   const sockets = new Set<Socket>();
   const held: (() => void)[] = [];
+  const streams = new Set<ServerResponse>();
+
+  const emit = (event: { readonly tag: string; readonly data: unknown }): void => {
+    // rest_cherrypy's framing: a `tag:` line (not an SSE field) and the JSON in `data:` (app.py:2429-2432).
+    for (const res of streams) res.write(`tag: ${event.tag}\ndata: ${JSON.stringify(event)}\n\n`);
+  };
+
+  /** What the simulated minion's `run` returned for a publication, as the master's return event. */
+  const emitReturn = (minionId: string, jid: string, fun: string, args: readonly unknown[]): void => {
+    if (!standIn.returnEvents || fun !== 'oduflow_job.run') return;
+    const [requestId, profile, text] = args as string[];
+    const done = executions.get(`${minionId}/${requestId}`);
+    if (done === undefined || done.jid !== jid) return;
+    const result = standIn.result;
+    const ret = { protocol: 1, minion_id: minionId, request_id: requestId, jid, profile, state_digest: profile === 'custom' ? stateDigest(text) : '', ...result };
+    const retcode = result.status === 'refused' ? 1 : 0;
+    emit({
+      tag: `salt/job/${jid}/ret/${minionId}`,
+      data: { cmd: '_return', id: minionId, jid, fun, fun_args: args, return: ret, retcode, success: retcode === 0, _stamp: new Date().toISOString() },
+    });
+  };
 
   const simulatedStatus = (args: readonly unknown[], minionId: string): CallReply => {
     const [requestId, jid, profile, digest] = args as string[];
@@ -200,8 +246,11 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     const minionId = Array.isArray(tgt) && typeof tgt[0] === 'string' ? tgt[0] : '';
     const fun = String(chunk['fun']);
     const args = Array.isArray(chunk['arg']) ? (chunk['arg'] as unknown[]) : [];
-    standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
-    standIn.lowstates.push(chunk);
+    if (options.recordCalls !== false) {
+      standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
+      standIn.lowstates.push(chunk);
+    }
+    standIn.callCount += 1;
 
     if (chunk['client'] === 'local_async') {
       const jid = String(chunk['jid']);
@@ -215,7 +264,8 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
       }
       switch (standIn.publishMode) {
         case 'ack':
-          return send(res, 200, { return: [{ jid, minions: [minionId] }] });
+          send(res, 200, { return: [{ jid, minions: [minionId] }] });
+          return emitReturn(minionId, jid, fun, args);
         case 'lost_ack':
           res.socket?.destroy();
           return;
@@ -232,14 +282,51 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
           return;
       }
     }
-    if (chunk['client'] === 'local') {
-      const fleet = chunk['tgt_type'] === 'glob' || (Array.isArray(tgt) && tgt.length !== 1) || standIn.acceptedKeys !== undefined;
-      if (fleet) return replyToFleet(res, tgt, chunk['tgt_type'], fun, args);
-      if (fun === 'oduflow_job.capabilities') return replyToCall(res, minionId, standIn.capabilities(minionId));
-      if (fun === 'oduflow_job.status') return replyToCall(res, minionId, standIn.status(args, minionId, simulatedStatus(args, minionId)));
-      return replyToCall(res, minionId, { retcode: 1, ret: `'${fun}' is not available.` });
+    if (chunk['client'] === 'local' && (options.callDelayMs ?? 0) > 0) {
+      setTimeout(() => answerLocal(res, chunk, tgt, minionId, fun, args), options.callDelayMs);
+      return;
     }
+    if (chunk['client'] === 'local') return answerLocal(res, chunk, tgt, minionId, fun, args);
     send(res, 400, { status: 400, message: 'Client disabled' });
+  };
+
+  /**
+   * Several `local` chunks in one request: like rest_cherrypy's exec_lowstate
+   * (salt/netapi/rest_cherrypy/app.py:1200-1233), run one after the other
+   * (each after `callDelayMs`) and answered together, `return[i]` for chunk i.
+   * A transport-level reply for any chunk (an HTTP status, a raw body, a hang)
+   * becomes the whole request's.
+   */
+  const handleBatch = (res: ServerResponse, chunks: readonly Record<string, unknown>[]): void => {
+    standIn.batches += 1;
+    const answers: unknown[] = [];
+    for (const chunk of chunks) {
+      const tgt = chunk['tgt'];
+      const minionId = Array.isArray(tgt) && typeof tgt[0] === 'string' ? tgt[0] : '';
+      const fun = String(chunk['fun']);
+      const args = Array.isArray(chunk['arg']) ? (chunk['arg'] as unknown[]) : [];
+      if (options.recordCalls !== false) {
+        standIn.calls.push({ client: String(chunk['client']), fun, tgt, tgtType: chunk['tgt_type'], args });
+        standIn.lowstates.push(chunk);
+      }
+      standIn.callCount += 1;
+      if (chunk['client'] !== 'local' || !Array.isArray(tgt) || tgt.length !== 1) return send(res, 400, { status: 400 });
+      const reply =
+        fun === 'oduflow_job.status' ? standIn.status(args, minionId, simulatedStatus(args, minionId)) : { retcode: 1, ret: `'${fun}' is not available.` };
+      if ('after' in reply || 'hang' in reply || 'httpStatus' in reply || 'body' in reply) return replyToCall(res, minionId, reply);
+      answers.push('noTarget' in reply ? {} : 'noReturn' in reply ? { [minionId]: false } : { [minionId]: { ret: reply.ret, retcode: reply.retcode, jid: '20261129000000000000' } });
+    }
+    const delay = (options.callDelayMs ?? 0) * chunks.length;
+    if (delay === 0) return send(res, 200, { return: answers });
+    setTimeout(() => send(res, 200, { return: answers }), delay);
+  };
+
+  const answerLocal = (res: ServerResponse, chunk: Record<string, unknown>, tgt: unknown, minionId: string, fun: string, args: readonly unknown[]): void => {
+    const fleet = chunk['tgt_type'] === 'glob' || (Array.isArray(tgt) && tgt.length !== 1) || standIn.acceptedKeys !== undefined;
+    if (fleet) return replyToFleet(res, tgt, chunk['tgt_type'], fun, args);
+    if (fun === 'oduflow_job.capabilities') return replyToCall(res, minionId, standIn.capabilities(minionId));
+    if (fun === 'oduflow_job.status') return replyToCall(res, minionId, standIn.status(args, minionId, simulatedStatus(args, minionId)));
+    return replyToCall(res, minionId, { retcode: 1, ret: `'${fun}' is not available.` });
   };
 
   const server = createServer((req, res) => {
@@ -261,13 +348,24 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
         const expire = Date.now() / 1000 + (options.tokenLifeS ?? 43200);
         return send(res, 200, { return: [{ token, expire, start: Date.now() / 1000, user: username, eauth: creds['eauth'], perms: ['.*'] }] }, { 'x-auth-token': token });
       }
+      if (req.method === 'GET' && req.url === '/events') {
+        const token = req.headers['x-auth-token'];
+        if (standIn.eventsStatus !== undefined) return send(res, standIn.eventsStatus, { status: standIn.eventsStatus });
+        if (typeof token !== 'string' || !tokens.has(token)) return send(res, 401, { status: 401 });
+        res.writeHead(200, { 'content-type': 'text/event-stream;charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+        res.write('retry: 400\n');
+        streams.add(res);
+        res.on('close', () => streams.delete(res));
+        return;
+      }
       if (req.method === 'POST' && req.url === '/') {
         if (body.includes('"local_async"')) standIn.publicationRequests += 1;
         const token = req.headers['x-auth-token'];
         if (typeof token !== 'string' || !tokens.has(token)) return send(res, 401, { status: 401 });
         const lowstate = JSON.parse(body) as unknown;
-        if (!Array.isArray(lowstate) || lowstate.length !== 1) return send(res, 400, { status: 400 });
-        return handleChunk(res, lowstate[0] as Record<string, unknown>);
+        if (!Array.isArray(lowstate) || lowstate.length === 0) return send(res, 400, { status: 400 });
+        if (lowstate.length === 1) return handleChunk(res, lowstate[0] as Record<string, unknown>);
+        return handleBatch(res, lowstate as Record<string, unknown>[]);
       }
       send(res, 404, { status: 404 });
     })();
@@ -287,6 +385,8 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     calls: [],
     lowstates: [],
     logins: 0,
+    callCount: 0,
+    batches: 0,
     publicationRequests: 0,
     tokensIssued: [],
     publishMode: 'ack',
@@ -302,7 +402,18 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     publicationsOf: (requestId) => standIn.publications.filter((p) => p.args[0] === requestId).length,
     publicationsUnder: (jid) => standIn.publications.filter((p) => p.jid === jid).length,
     dropTokens: () => tokens.clear(),
+    returnEvents: true,
+    get eventStreams() {
+      return streams.size;
+    },
+    emit,
+    dropEventStreams: () => {
+      for (const res of streams) res.socket?.destroy();
+      streams.clear();
+    },
+    eventsStatus: undefined,
     close: async () => {
+      streams.clear();
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
