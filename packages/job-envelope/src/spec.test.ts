@@ -45,6 +45,11 @@ describe('parseJobSpec', () => {
     expect(await codeOf(() => parseJobSpec({ ...spec(), ...overrides }))).toBe('invalid_spec');
   });
 
+  it('refuses inputs whose every property access throws, with invalid_spec', async () => {
+    const hostile = new Proxy({}, { get: () => { throw new Error('boom'); }, ownKeys: () => { throw new Error('boom'); } });
+    expect(await codeOf(() => parseJobSpec(spec({ inputs: hostile as never })))).toBe('invalid_spec');
+  });
+
   it('refuses inputs over the size limit', async () => {
     const big = 'x'.repeat(MAX_INPUT_BYTES);
     expect(await codeOf(() => parseJobSpec(spec({ inputs: [big] })))).toBe('invalid_spec');

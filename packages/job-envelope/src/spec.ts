@@ -23,7 +23,13 @@ export const JobSpecSchema = z.strictObject({
   /** Dry-run mode: recorded and handed to every stage; a dry run never resumes a real one or the reverse. */
   dry_run: z.boolean(),
   /** The job's canonical inputs (for a rollout: profile and canonical target list), hashed into the fingerprint. */
-  inputs: z.custom<JsonValue>((value) => isCanonicalJsonValue(value)),
+  inputs: z.custom<JsonValue>((value) => {
+    try {
+      return isCanonicalJsonValue(value);
+    } catch {
+      return false; // a throwing getter or a hostile proxy is simply not canonical JSON
+    }
+  }),
   /** The stages, in order, by id: unique, explicit, at most MAX_STAGES. */
   stage_ids: z
     .array(z.string().regex(STAGE_ID_PATTERN))

@@ -38,7 +38,7 @@ export interface StageContext<Code extends string = string> {
   saveState(state: JsonValue | null): void;
   /** Ends the stage as failed with one of its declared `failureCodes`; the job stops there. */
   fail(code: Code): never;
-  /** A private 0700 directory of this run for the stage's own files (not carried over by a resume). */
+  /** Opens a private 0700 directory of this run for the stage's own files (not carried over by a resume); close it when done. */
   scratch(): PrivateDir;
 }
 
