@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: installs what it needs, then builds, type-checks, lints (publint +
-# attw) and runs every suite, TypeScript and Python. Ends with one line
+# attw per package, then eslint, knip and ruff over the tree) and runs every
+# suite, TypeScript and Python. Ends with one line
 # totalling all of them: `N passed, M failed`.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,9 @@ step install-postgres bash scripts/ensure-postgres.sh || { node scripts/summariz
 step build npx nx run-many -t build --outputStyle=static
 step typecheck npx nx run-many -t typecheck --outputStyle=static
 step lint npx nx run-many -t lint --outputStyle=static
+step eslint npm run --silent lint:eslint
+step knip npm run --silent lint:knip
+step ruff npm run --silent lint:python
 step vitest npx nx run-many -t test --parallel=1 --outputStyle=static
 step pytest "$root/.venv/bin/python" -m pytest -p no:cacheprovider --junitxml="$results/pytest.xml" -q --color=no
 node scripts/summarize-tests.mjs "$results"

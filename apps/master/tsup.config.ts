@@ -1,12 +1,7 @@
 import { defineConfig } from 'tsup';
+import { sharedTsupConfig } from '../../tsup.shared.js';
 
 // An application, not a library: one ESM executable with its shebang.
-export default defineConfig({
-  entry: { cli: 'src/cli.ts' },
-  format: ['esm'],
-  dts: false,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  banner: { js: '#!/usr/bin/env node' },
-});
+export default defineConfig(
+  sharedTsupConfig({ entry: { cli: 'src/cli.ts' }, format: ['esm'], dts: false, banner: { js: '#!/usr/bin/env node' } }),
+);

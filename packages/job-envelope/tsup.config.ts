@@ -1,10 +1,4 @@
 import { defineConfig } from 'tsup';
+import { sharedTsupConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-});
+export default defineConfig(sharedTsupConfig());

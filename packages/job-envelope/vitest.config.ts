@@ -1,4 +1,9 @@
 import { defineConfig } from 'vitest/config';
 import { sharedTestConfig } from '../../vitest.shared.js';
 
-export default defineConfig(sharedTestConfig(import.meta.dirname));
+// `*.test-d.ts` files are type tests (expectTypeOf), checked by tsc through vitest.
+export default defineConfig(
+  sharedTestConfig(import.meta.dirname, {
+    typecheck: { enabled: true, include: ['src/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
+  }),
+);

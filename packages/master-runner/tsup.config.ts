@@ -1,10 +1,5 @@
 import { defineConfig } from 'tsup';
+import { sharedTsupConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-});
+// ./internal is its own entry: what oduflow's tests and apps need, kept off the root API.
+export default defineConfig(sharedTsupConfig({ entry: { index: 'src/index.ts', internal: 'src/internal.ts' } }));

@@ -1,12 +1,5 @@
 import { defineConfig } from 'tsup';
+import { sharedTsupConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  // The CJS build needs import.meta.url to find build/Release/receipt_store.node.
-  shims: true,
-});
+// The CJS build needs import.meta.url to find build/Release/receipt_store.node.
+export default defineConfig(sharedTsupConfig({ shims: true }));

@@ -1,11 +1,19 @@
 import { defineConfig } from 'tsup';
+import { sharedTsupConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/topology-cli.ts', 'src/demo-cli.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  shims: true,
-});
+// One entry per subpath and no root entry, so importing the fixtures never
+// loads vitest (only ./store-conformance does), plus the two bins. The CJS build needs
+// import.meta.url to locate the package root (fixtures/, python/).
+export default defineConfig(
+  sharedTsupConfig({
+    entry: {
+      fixtures: 'src/fixtures.ts',
+      'store-conformance': 'src/store-conformance.ts',
+      topology: 'src/topology.ts',
+      postgres: 'src/postgres.ts',
+      'topology-cli': 'src/topology-cli.ts',
+      'demo-cli': 'src/demo-cli.ts',
+    },
+    shims: true,
+  }),
+);

@@ -83,6 +83,8 @@ export async function main(argv: readonly string[], env: Env, io: Io, seams: Sea
   let logger: Logger | undefined;
   let json = false;
 
+  // F names the options this command declares, as commander parses them.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- given explicitly at each command, never inferred
   const run = <F extends object>(work: (w: Wiring, flags: F & CommonFlags, operands: readonly string[]) => Promise<CommandResult>) =>
     async function (this: Command): Promise<void> {
       const flags = this.opts<F & CommonFlags>();
@@ -168,6 +170,7 @@ export async function main(argv: readonly string[], env: Env, io: Io, seams: Sea
     }
     if (MasterRunnerError.isInstance(error)) {
       const report = errorReport(error);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- set by the command's action, which flow analysis does not follow
       if (json) io.stdout(report.json);
       else io.stderr(report.text);
       logger?.warn({ code: error.code, detail: error.detail, request_id: error.requestId }, 'command refused or failed');

@@ -6,7 +6,7 @@ import Table from 'cli-table3';
  * go to stderr, so `--json | jq` always sees clean JSON.
  */
 
-export type Cell = string | number | boolean | null;
+type Cell = string | number | boolean | null;
 export type Row = Readonly<Record<string, Cell>>;
 
 export interface Report {

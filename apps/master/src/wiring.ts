@@ -2,14 +2,12 @@ import {
   createFileRecordStore,
   createSaltApiClient,
   MasterRunnerError,
-  noCrash,
-  type CrashPoint,
   type Logger,
   type MasterDeps,
   type RecordStore,
   type SaltApiClient,
-  type StoreCrashPoint,
 } from '@oduflow/master-runner';
+import { noCrash, type CrashPoint, type StoreCrashPoint } from '@oduflow/master-runner/internal';
 import { saltConfig, storeConfig, type CommonFlags, type SaltConfig } from './config.js';
 
 /*
@@ -39,7 +37,7 @@ export interface Wiring {
   readonly seams: Seams;
 }
 
-export async function openStore(w: Wiring, options: { readonly create?: boolean } = {}): Promise<RecordStore> {
+async function openStore(w: Wiring, options: { readonly create?: boolean } = {}): Promise<RecordStore> {
   return createFileRecordStore({
     root: storeConfig(w.flags, w.env).store,
     create: options.create ?? true,
@@ -48,7 +46,7 @@ export async function openStore(w: Wiring, options: { readonly create?: boolean 
   });
 }
 
-export async function withStore<T>(w: Wiring, work: (store: RecordStore) => Promise<T>): Promise<T> {
+async function withStore<T>(w: Wiring, work: (store: RecordStore) => Promise<T>): Promise<T> {
   const store = await openStore(w);
   try {
     return await work(store);

@@ -63,7 +63,7 @@ describe('oduflow-minion', () => {
   it('with --json, prints errors as {"error":{"code","message"}} on stdout', () => {
     const usage = run('verify', '--json');
     expect(usage.status).toBe(2);
-    expect(JSON.parse(usage.stdout)).toEqual({ error: { code: 'usage', message: expect.stringContaining('--extmods') } });
+    expect(JSON.parse(usage.stdout)).toEqual({ error: { code: 'usage', message: expect.stringContaining('--extmods') as unknown } });
     expect(usage.stderr).toBe('');
     const refused = run('cloud-init', '--minion-id', 'client-NOT-A-UUID', '--master', 'salt', '--json');
     expect(refused.status).toBe(2);
@@ -73,7 +73,7 @@ describe('oduflow-minion', () => {
     writeFileSync(join(blocked, 'modules'), 'not a directory');
     const internal = run('verify', '--extmods', blocked, '--json');
     expect(internal.status).toBe(1);
-    expect(JSON.parse(internal.stdout)).toEqual({ error: { code: 'internal', message: expect.stringContaining('internal error') } });
+    expect(JSON.parse(internal.stdout)).toEqual({ error: { code: 'internal', message: expect.stringContaining('internal error') as unknown } });
   });
 
   it('writes the file tree a master serves', () => {

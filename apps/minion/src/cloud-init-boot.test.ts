@@ -10,7 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { moduleBytes, moduleSha256, PACKAGE_ROOT } from '@oduflow/minion-wrapper';
+import { moduleBytes, moduleSha256, packageRoot } from '@oduflow/minion-wrapper';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const cli = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
@@ -55,7 +55,7 @@ interface Fragment {
 
 /** PyYAML, as cloud-init parses it: the project venv. */
 function parseYaml(text: string): Fragment {
-  const python = join(PACKAGE_ROOT, '..', '..', '.venv', 'bin', 'python');
+  const python = join(packageRoot(), '..', '..', '.venv', 'bin', 'python');
   if (!existsSync(python)) throw new Error(`no ${python}: run bash scripts/ensure-python.sh (npm test does)`);
   const script = 'import sys, json, yaml; json.dump(yaml.safe_load(sys.stdin.read()), sys.stdout)';
   return JSON.parse(execFileSync(python, ['-c', script], { input: text, encoding: 'utf8' })) as Fragment;

@@ -1,1 +1,9 @@
-export * from './commands.js';
+export {
+  EXIT,
+  cloudInitCommand,
+  fileTreeCommand,
+  formatTable,
+  jsonError,
+  verifyCommand,
+  type CloudInitArgs,
+} from './commands.js';

@@ -78,7 +78,7 @@ function minion(name: string, options: { extmods?: string; install?: boolean } =
         encoding: 'utf8',
         timeout: 120_000,
       });
-      let local: unknown = null;
+      let local: unknown;
       try {
         local = (JSON.parse(run.stdout) as { local: unknown }).local;
       } catch {

@@ -105,7 +105,7 @@ export function checkStageStateValue(value: unknown): JsonValue | null {
 }
 
 /** `stage-NNNNN.json`: one file per reached stage, holding its ledger entry and its saved state together. */
-export const StageRecordSchema = z
+const StageRecordSchema = z
   .strictObject({
     schema_version: z.literal(JOB_SCHEMA_VERSION),
     run_id: RunIdSchema,
@@ -191,7 +191,7 @@ function corrupt(message: string): JobEnvelopeError {
 }
 
 /** Validates `job.json` on its own: schema, its binding to the run's directory name, unique stages, and its own fingerprint. */
-export function validateRunHeader(value: unknown, runId: string): JobRun {
+function validateRunHeader(value: unknown, runId: string): JobRun {
   const parsed = JobRunSchema.safeParse(value);
   if (!parsed.success) throw schemaFailure('corrupt_checkpoint', `the header of run ${runId}`, parsed.error);
   const run = parsed.data;

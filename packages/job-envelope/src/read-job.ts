@@ -68,7 +68,7 @@ function readReport(dir: PrivateDir, run: JobRun, stages: readonly LedgerStage[]
     report.started_at === run.job_started_at &&
     report.finished_at === run.finished_at &&
     report.stages.length === stages.length &&
-    report.stages.every((entry, index) => entry.stage_id === stages[index]?.stage_id && entry.status === stages[index]?.status);
+    report.stages.every((entry, index) => entry.stage_id === stages[index]?.stage_id && entry.status === stages[index].status);
   if (!matches) throw new JobEnvelopeError('corrupt_checkpoint', `the report of run ${run.run_id} does not match its ledger`);
   return report;
 }

@@ -156,7 +156,7 @@ describe('stage failures', () => {
   });
 
   it('records a failure code the stage did not declare as the internal tuple', async () => {
-    const stage: JobStage<string> = { id: 'alpha', failureCodes: ['budget_exceeded'], run: (ctx) => ctx.fail('other_code') };
+    const stage: JobStage = { id: 'alpha', failureCodes: ['budget_exceeded'], run: (ctx) => ctx.fail('other_code') };
     const report = await runJob(spec({ stage_ids: ['alpha'] }), [stage], { workspace });
     expect(report.stages[0]?.error).toEqual(INTERNAL_STAGE_ERROR);
   });
@@ -307,7 +307,7 @@ describe('resuming', () => {
     const before = snapshotTree(workspace);
     const error = await runJob(spec(), recordingStages(), { workspace, resume: source }).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'run_superseded' });
-    expect(String((error as Error).message)).toContain(successor.run_id);
+    expect((error as Error).message).toContain(successor.run_id);
     expect(snapshotTree(workspace)).toEqual(before);
   });
 

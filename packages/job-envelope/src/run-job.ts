@@ -80,7 +80,9 @@ interface CheckedOptions {
 }
 
 function checkOptions(options: RunJobOptions): CheckedOptions {
-  if (typeof options !== 'object' || options === null) throw new JobEnvelopeError('invalid_argument', 'runJob needs an options object');
+  // A caller in plain JavaScript may pass anything.
+  const given: unknown = options;
+  if (typeof given !== 'object' || given === null) throw new JobEnvelopeError('invalid_argument', 'runJob needs an options object');
   if (typeof options.workspace !== 'string' || !options.workspace.startsWith('/')) {
     throw new JobEnvelopeError('invalid_argument', 'the workspace must be an absolute path');
   }
@@ -393,7 +395,7 @@ export async function runJob<Code extends string>(
   options: RunJobOptions,
 ): Promise<JobReport> {
   const parsed = parseJobSpec(spec);
-  checkStages(stages as readonly JobStage[], parsed.stage_ids);
+  checkStages(stages, parsed.stage_ids);
   const checked = checkOptions(options);
   const fingerprint = resumeFingerprint(compatibilityOf(parsed));
   const workspace = openWorkspace(checked.workspace, checked.resume === undefined);
@@ -403,7 +405,7 @@ export async function runJob<Code extends string>(
     const jobLock = takeJobLock(workspace, parsed.job_type);
     try {
       const plan = checked.resume === undefined ? freshPlan(parsed) : resumePlan(workspace, checked.resume, fingerprint);
-      return await execute(workspace, plan, parsed, stages as readonly JobStage[], checked);
+      return await execute(workspace, plan, parsed, stages, checked);
     } finally {
       jobLock.release();
     }

@@ -18,7 +18,7 @@ describe('parseJobSpec', () => {
   it('returns a deeply frozen copy that later changes by the caller cannot reach', () => {
     const input = spec();
     const parsed = parseJobSpec(input);
-    (input.stage_ids as string[]).push('delta');
+    input.stage_ids.push('delta');
     (input.inputs as { profile: string }).profile = 'production';
     expect(parsed.stage_ids).toEqual(['alpha', 'beta', 'gamma']);
     expect(parsed.inputs).toEqual({ profile: 'configure', targets: ['client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b'] });

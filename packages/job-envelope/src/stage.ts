@@ -71,15 +71,19 @@ export class DeclaredStageFailure extends Error {
 
 /** Checks the stages against the spec's stage ids, and their declared failure codes. */
 export function checkStages(stages: readonly JobStage[], stageIds: readonly string[]): void {
-  if (!Array.isArray(stages) || stages.length !== stageIds.length) {
+  // A caller in plain JavaScript may pass anything: each stage is checked as an unknown value.
+  const given: unknown = stages;
+  if (!Array.isArray(given) || given.length !== stageIds.length) {
     throw new JobEnvelopeError('invalid_spec', `the job has ${stageIds.length} stage ids but was given a different number of stages`);
   }
-  stages.forEach((stage, index) => {
-    if (typeof stage !== 'object' || stage === null || typeof stage.run !== 'function') {
+  given.forEach((stage: unknown, index: number) => {
+    if (typeof stage !== 'object' || stage === null || !('run' in stage) || typeof stage.run !== 'function') {
       throw new JobEnvelopeError('invalid_spec', `stage ${index} has no run function`);
     }
-    if (stage.id !== stageIds[index]) throw new JobEnvelopeError('invalid_spec', `stage ${index} is not the stage the spec lists at that position`);
-    const codes: unknown = stage.failureCodes ?? [];
+    if (!('id' in stage) || stage.id !== stageIds[index]) {
+      throw new JobEnvelopeError('invalid_spec', `stage ${index} is not the stage the spec lists at that position`);
+    }
+    const codes: unknown = 'failureCodes' in stage ? (stage.failureCodes ?? []) : [];
     if (!Array.isArray(codes) || !codes.every((code) => typeof code === 'string' && CODE_PATTERN.test(code))) {
       throw new JobEnvelopeError('invalid_spec', `stage ${index} declares a failure code that is not a short lowercase code`);
     }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 const UTC_TIMESTAMP = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$/;
 
 /** True for a real UTC instant written exactly as `toISOString()` writes it (no 24:00, no Feb 30, no offsets). */
-export function isUtcTimestamp(value: unknown): value is string {
+function isUtcTimestamp(value: unknown): value is string {
   if (typeof value !== 'string' || !UTC_TIMESTAMP.test(value)) return false;
   const ms = Date.parse(value);
   return Number.isFinite(ms) && new Date(ms).toISOString() === value;

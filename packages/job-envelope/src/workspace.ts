@@ -21,9 +21,9 @@ import { schemaFailure } from './schema-failure.js';
 
 export const HEADER_FILE = 'job.json';
 export const REPORT_FILE = 'report.json';
-export const SUPERSEDED_FILE = 'superseded.json';
-export const RUN_LOCK_FILE = 'run.lock';
-export const SCRATCH_DIR = 'scratch';
+const SUPERSEDED_FILE = 'superseded.json';
+const RUN_LOCK_FILE = 'run.lock';
+const SCRATCH_DIR = 'scratch';
 const KNOWN_ENTRIES = new Set([HEADER_FILE, REPORT_FILE, SUPERSEDED_FILE, RUN_LOCK_FILE, SCRATCH_DIR]);
 
 /** How long a runner waits for its own run lock (a reader may be probing it for a moment). */

@@ -116,7 +116,10 @@ let next = 1_000_000;
 
 for (const size of SIZES) {
   describe(`${size} records over ${TARGETS} targets, ${UNRESOLVED} unresolved`, () => {
-    const options = { throws: true, setup: async () => void (await storeOf(size)) };
+    const options = { throws: true, setup: async () => {
+        await storeOf(size);
+      },
+    };
 
     bench('open (reads the format marker)', async () => {
       await (await createFileRecordStore({ root })).close();

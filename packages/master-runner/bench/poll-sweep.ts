@@ -129,7 +129,7 @@ for (const r of rows) {
   console.log(
     `  ${String(r.size).padStart(8)}  ${String(r.batch).padStart(5)}  ${r.sweep.padEnd(6)} ${r.wallS.toFixed(2).padStart(8)}  ${r.cpuUsPerPoll.toFixed(0).padStart(6)} (${r.userUsPerPoll.toFixed(0)}+${r.systemUsPerPoll.toFixed(0)})`.padEnd(
       64,
-    ) + `${r.bytesPerRequest.toFixed(0).padStart(8)}`,
+    ) + r.bytesPerRequest.toFixed(0).padStart(8),
   );
 }
 const out = join(process.cwd(), '..', '..', '.test-results');

@@ -103,7 +103,8 @@ export function startEventRecorder(deps: MasterDeps, options: EventRecorderOptio
   const done = (async () => {
     let failures = 0;
     while (!options.signal.aborted) {
-      let opened = false;
+      // Set by onOpen during the await: widened so that flow analysis does not read it as the constant false.
+      let opened = false as boolean;
       const end = await options.source.followEvents(onEvent, {
         signal: options.signal,
         onOpen: () => {
@@ -112,6 +113,7 @@ export function startEventRecorder(deps: MasterDeps, options: EventRecorderOptio
         },
       });
       if (opened) metrics?.onConnected?.(false);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the signal may abort during the await above
       if (end.kind === 'aborted' || options.signal.aborted) break;
       failures = opened ? 1 : failures + 1;
       const reason = end.kind === 'failed' ? end.reason : 'ended';

@@ -1,4 +1,5 @@
 // The public API of @oduflow/master-runner, one named export at a time.
+// Crash seams, publishPrepared and the record codec are in ./internal.
 export {
   MASTER_RUNNER_DETAILS,
   MASTER_RUNNER_ERROR_CODES,
@@ -9,8 +10,7 @@ export {
   type MasterRunnerErrorOptions,
 } from './errors.js';
 export type { CreateOutcome, RecordFilter, RecordStore, ScanOptions, TargetUnit, UpdateOutcome } from './record-store.js';
-export { isRecordId, recordFileName, recordIdFromFileName } from './record-id.js';
-export { LEGACY_RECONCILIATION_KEY, decodeRecord, encodeRecord } from './record-codec.js';
+export { isRecordId } from './record-id.js';
 export { DEFAULT_FILE_STORE_ROOT, createFileRecordStore, type FileRecordStoreOptions } from './file-record-store.js';
 export { migrateFileRecordStore, type MigrateFileStoreOptions, type MigrateFileStoreReport } from './migrate-store.js';
 export { FILE_STORE_FORMAT_VERSION } from './store-format.js';
@@ -32,13 +32,12 @@ export type {
 export { createSaltApiClient, type SaltApiClient, type SaltApiClientOptions } from './salt-api-client.js';
 export { readPrivatePasswordFile } from './credentials.js';
 export { jidForInstant, nextJid } from './jid.js';
-export { CRASH_POINTS, STORE_CRASH_POINTS, noCrash, type CrashPoint, type StoreCrashPoint } from './crash-points.js';
 export { REDACTED_PATHS, createMasterLogger, silentLogger, type Logger, type LoggerOptions } from './logger.js';
 export { DEFAULT_CALL_TIMEOUT_MS, resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';
 export { capabilityCheckOf, checkCapability, readCapabilityAnswer, type CapabilityCheck, type CapabilityReading } from './capability.js';
 export { validateDispatchInput, type DispatchInput, type ValidDispatch } from './dispatch-input.js';
 export { dispatch, type DispatchResult } from './dispatch.js';
-export { publishPrepared, type PublishResult, type PublishResultKind } from './publish.js';
+export type { PublishResult, PublishResultKind } from './publish.js';
 export { publishPending, type PendingResult, type PendingSkip, type PublishPendingOptions } from './publish-pending.js';
 export {
   DEFAULT_POLL_CONCURRENCY,

@@ -35,7 +35,7 @@ interface Entry {
 }
 
 function observationKey(observed: Observation): string {
-  const { at: _at, ...what } = observed as Observation & { at: string };
+  const { at: _at, ...what } = observed;
   return JSON.stringify(what);
 }
 

@@ -5,6 +5,7 @@ import { readPrivatePasswordFile } from './credentials.js';
 import { MasterRunnerError } from './errors.js';
 import { createExchangeGate } from './exchange-gate.js';
 import { exchange, type HttpOutcome, type HttpResponse } from './http-request.js';
+import { parseJsonText } from './json-text.js';
 import { followEventStream } from './salt-event-stream.js';
 import type {
   CallOptions,
@@ -135,18 +136,10 @@ function parseBaseUrl(raw: string): URL {
   return url;
 }
 
-function parseJson(body: string): unknown {
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
 
 /** The single element of rest_cherrypy's `{"return": [x]}` envelope. */
 function firstReturn(body: string): unknown {
-  const parsed = parseJson(body);
+  const parsed = parseJsonText(body);
   if (!isPlainObject(parsed) || !Array.isArray(parsed['return']) || parsed['return'].length !== 1) return undefined;
   return parsed['return'][0];
 }
@@ -424,7 +417,7 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     const { status, body } = outcome.response;
     if (status >= 500) return { ok: false, reason: 'server_error', sent: true };
     if (status !== 200) return { ok: false, reason: 'http_error', sent: true };
-    const parsed = parseJson(body);
+    const parsed = parseJsonText(body);
     const returns = isPlainObject(parsed) ? parsed['return'] : undefined;
     if (!Array.isArray(returns) || returns.length !== chunks.length || !returns.every(isPlainObject)) {
       return { ok: false, reason: 'malformed_response', sent: true };

@@ -1,6 +1,7 @@
 import { createParser } from 'eventsource-parser';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { parseJsonText } from './json-text.js';
 import type { EventStreamEnd, SaltFailureReason } from './salt-client.js';
 
 /*
@@ -27,14 +28,6 @@ export interface EventStreamSpec {
 const KEEPALIVE_PROBE_MS = 15_000;
 /** An event bigger than this is not one this runner can use (a receipt is ~300 B); the stream is dropped. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
-
-function parseData(data: string): unknown {
-  try {
-    return JSON.parse(data) as unknown;
-  } catch {
-    return undefined;
-  }
-}
 
 function statusFailure(status: number): SaltFailureReason {
   if (status === 401 || status === 403) return 'unauthorized';
@@ -73,7 +66,7 @@ export function followEventStream(url: URL, spec: EventStreamSpec): Promise<Even
     req.on('response', (res: IncomingMessage) => {
       clearTimeout(connectTimer);
       const status = res.statusCode ?? 0;
-      if (status !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      if (status !== 200 || !(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
         res.resume();
         return settle({ kind: 'failed', reason: status === 200 ? 'malformed_response' : statusFailure(status) });
       }
@@ -83,7 +76,7 @@ export function followEventStream(url: URL, spec: EventStreamSpec): Promise<Even
       const parser = createParser({
         onEvent: (message) => {
           pending = 0;
-          const event = parseData(message.data);
+          const event = parseJsonText(message.data);
           if (event !== undefined) spec.onEvent(event);
         },
       });

@@ -2,7 +2,7 @@ import { ReceiptStoreError } from '@oduflow/receipt-store';
 import { MasterRunnerError } from './errors.js';
 
 /** Maps a receipt-store failure onto this package's codes, keeping the finer code as `detail`. */
-export function fromStoreError(error: unknown, what: string): unknown {
+function fromStoreError(error: unknown, what: string): unknown {
   if (!ReceiptStoreError.isInstance(error)) return error;
   const options = { cause: error, detail: error.code };
   switch (error.code) {

@@ -49,7 +49,7 @@ export interface OpenStoreDirsOptions {
   readonly sweep: boolean;
 }
 
-export function isNotFound(error: unknown): boolean {
+function isNotFound(error: unknown): boolean {
   return ReceiptStoreError.isInstance(error) && error.code === 'not_found';
 }
 
@@ -63,7 +63,7 @@ export function isUnreadableRecord(error: unknown): boolean {
   return ReceiptStoreError.isInstance(error) && (error.code === 'malformed_json' || error.code === 'unsafe_path');
 }
 
-export function noStore(root: string): MasterRunnerError {
+function noStore(root: string): MasterRunnerError {
   return new MasterRunnerError('not_found', `there is no record store at ${root}`, { detail: 'no_store' });
 }
 

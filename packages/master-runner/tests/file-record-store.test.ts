@@ -440,7 +440,7 @@ describe('the indexes', () => {
     const deps = await reopen();
     expect(await refusal(deps.store.updateRequest('bad', (r) => r))).toMatchObject({ code: 'not_found' });
     expect(await refusal(reconcile(deps, REQUEST_A, { reason: 'x', actor: 'ops' }))).toMatchObject({ code: 'not_found' });
-    expect(await refusal(deps.store.withTarget('../escape', async () => undefined))).toMatchObject({ code: 'invalid_input' });
+    expect(await refusal(deps.store.withTarget('../escape', () => Promise.resolve(undefined)))).toMatchObject({ code: 'invalid_input' });
     expect(await deps.store.list({ minionId: '../escape', unresolved: true })).toEqual([]);
     expect(readdirSync(join(world.storeRoot, 'locks')).filter((n) => n.startsWith('request-') || n.includes('escape'))).toEqual([]);
   });

@@ -264,7 +264,7 @@ describe('concurrency', () => {
           req.url === '/login'
             ? { return: [{ token: 'c0ffee', expire: Date.now() / 1000 + 3600, start: Date.now() / 1000 }] }
             : publication
-              ? { return: [{ jid: JSON.parse(body)[0].jid, minions: [MINION] }] }
+              ? { return: [{ jid: (JSON.parse(body) as { jid: string }[])[0]?.jid, minions: [MINION] }] }
               : { return: [{ [MINION]: { ret: GOOD_CAPABILITIES, retcode: 0 } }] };
         setTimeout(() => {
           if (publication) seen.publications -= 1;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CLIENT_RECEIPTS_SLS_PATH, MODULE_SHA256_PLACEHOLDER, moduleSha256, renderClientReceiptsSls } from './index.js';
+import { MODULE_SHA256_PLACEHOLDER, clientReceiptsSlsPath, moduleSha256, renderClientReceiptsSls } from './index.js';
 
 describe('the client_receipts state', () => {
   it('references the reviewed module digest as the source_hash of the managed module file', () => {
@@ -21,7 +21,7 @@ describe('the client_receipts state', () => {
   });
 
   it('ships as a template holding the digest placeholder exactly once', () => {
-    const template = readFileSync(CLIENT_RECEIPTS_SLS_PATH, 'utf8');
+    const template = readFileSync(clientReceiptsSlsPath(), 'utf8');
     expect(template.split(MODULE_SHA256_PLACEHOLDER)).toHaveLength(2);
   });
 

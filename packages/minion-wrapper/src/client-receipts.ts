@@ -1,5 +1,5 @@
 import { isSha256Hex } from '@oduflow/protocol';
-import { CLIENT_RECEIPTS_SLS_PATH, moduleSha256, readAsset } from './module-asset.js';
+import { clientReceiptsSlsPath, moduleSha256, readAsset } from './module-asset.js';
 import { MinionWrapperError } from './errors.js';
 
 /** The token in `salt/client_receipts/init.sls` that the reviewed digest replaces. */
@@ -19,7 +19,7 @@ export function assertSha256Hex(value: string): string {
  */
 export function renderClientReceiptsSls(sha256: string = moduleSha256()): string {
   assertSha256Hex(sha256);
-  const template = readAsset(CLIENT_RECEIPTS_SLS_PATH, 'client_receipts state template').toString('utf8');
+  const template = readAsset(clientReceiptsSlsPath(), 'client_receipts state template').toString('utf8');
   const parts = template.split(MODULE_SHA256_PLACEHOLDER);
   if (parts.length !== 2) {
     throw new MinionWrapperError(

@@ -9,7 +9,7 @@ import {
   DEFAULT_CLIENT_RECEIPTS_SPLAY_SECONDS,
   DEFAULT_EXTMODS_DIR,
   HOLD_SALT_MINION_SEMAPHORE,
-  PACKAGE_ROOT,
+  packageRoot,
   UNSET_MINION_OPTIONS,
   moduleBytes,
   moduleSha256,
@@ -19,7 +19,7 @@ import {
 
 /** PyYAML, as cloud-init parses it: the project venv, else the system python3. */
 function parseYaml(text: string): unknown {
-  const venvPython = join(PACKAGE_ROOT, '..', '..', '.venv', 'bin', 'python');
+  const venvPython = join(packageRoot(), '..', '..', '.venv', 'bin', 'python');
   const python = existsSync(venvPython) ? venvPython : 'python3';
   const script = 'import sys, json, yaml; json.dump(yaml.safe_load(sys.stdin.read()), sys.stdout)';
   return JSON.parse(execFileSync(python, ['-c', script], { input: text, encoding: 'utf8' })) as unknown;

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { writeFileAtomic } from '@oduflow/receipt-store';
 import { renderClientReceiptsSls } from './client-receipts.js';
-import { MODULE_PATH, parseModuleVersion, readAsset, sha256Hex } from './module-asset.js';
+import { modulePath, parseModuleVersion, readAsset, sha256Hex } from './module-asset.js';
 import { MODULE_FILE_NAME } from './paths.js';
 
 /**
@@ -16,7 +16,7 @@ export const FILE_TREE_SLS_PATH = 'client_receipts/init.sls';
 export const FILE_TREE_SUMS_PATH = 'SHA256SUMS';
 
 export interface SaltFileTreeOptions {
-  /** Module file to serve; defaults to the reviewed {@link MODULE_PATH}. For tests only. */
+  /** Module file to serve; defaults to the reviewed {@link modulePath}. For tests only. */
   moduleSource?: string;
 }
 
@@ -50,7 +50,7 @@ const SERVED_DIR_MODE = 0o755;
  */
 export function writeSaltFileTree(outDir: string, options: SaltFileTreeOptions = {}): SaltFileTree {
   const dir = resolve(outDir);
-  const module = readAsset(options.moduleSource ?? MODULE_PATH, 'oduflow_job module');
+  const module = readAsset(options.moduleSource ?? modulePath(), 'oduflow_job module');
   const moduleSha256 = sha256Hex(module);
   const moduleVersion = parseModuleVersion(module);
   const sls = Buffer.from(renderClientReceiptsSls(moduleSha256), 'utf8');

@@ -8,15 +8,15 @@ export {
   installedModulePath,
 } from './paths.js';
 export {
-  CLIENT_RECEIPTS_SLS_PATH,
-  MODULE_PATH,
-  PACKAGE_ROOT,
-  SALT_TREE_DIR,
+  clientReceiptsSlsPath,
   moduleBytes,
   moduleSha256,
+  modulePath,
   moduleVersion,
+  packageRoot,
   parseModuleVersion,
   readAsset,
+  saltTreeDir,
   sha256Hex,
 } from './module-asset.js';
 export { MODULE_SHA256_PLACEHOLDER, assertSha256Hex, renderClientReceiptsSls } from './client-receipts.js';

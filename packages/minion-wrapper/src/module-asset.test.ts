@@ -3,21 +3,44 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { isSemver } from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
-import {
-  CLIENT_RECEIPTS_SLS_PATH,
-  MODULE_PATH,
-  PACKAGE_ROOT,
-  moduleBytes,
-  moduleSha256,
-  moduleVersion,
-  parseModuleVersion,
-} from './index.js';
+import { clientReceiptsSlsPath, moduleBytes, modulePath, moduleSha256, moduleVersion, packageRoot, parseModuleVersion } from './index.js';
+
+const MODULE_PATH = modulePath();
+const PACKAGE_ROOT = packageRoot();
+
+/**
+ * Loads a built entry in a fresh Node process with the fs functions counted,
+ * and prints what it touched while being imported (module files aside: the
+ * loader reads those) and the module path it then finds on first use.
+ */
+const IMPORT_PROBE = `
+import fs from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+const [kind, entry] = process.argv.slice(1);
+const touched = [];
+for (const name of ['readFileSync', 'existsSync', 'statSync', 'lstatSync', 'readdirSync', 'openSync', 'accessSync']) {
+  const original = fs[name];
+  fs[name] = function (...args) {
+    if (!/\\.(c|m)?js$/.test(String(args[0]))) touched.push(name + ' ' + String(args[0]));
+    return original.apply(this, args);
+  };
+}
+syncBuiltinESMExports();
+const m = kind === 'cjs' ? createRequire(entry)(entry) : await import(entry);
+const atImport = [...touched];
+process.stdout.write(JSON.stringify({ atImport, modulePath: m.modulePath() }));
+`;
+
+function probeImport(kind: 'cjs' | 'esm', entry: string): { atImport: string[]; modulePath: string } {
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', IMPORT_PROBE, kind, entry], { encoding: 'utf8' });
+  return JSON.parse(out) as { atImport: string[]; modulePath: string };
+}
 
 describe('the shipped module asset', () => {
   it('locates the module and the state template inside the package salt/ tree', () => {
     expect(isAbsolute(MODULE_PATH)).toBe(true);
     expect(MODULE_PATH).toBe(join(PACKAGE_ROOT, 'salt', '_modules', 'oduflow_job.py'));
-    expect(CLIENT_RECEIPTS_SLS_PATH).toBe(join(PACKAGE_ROOT, 'salt', 'client_receipts', 'init.sls'));
+    expect(clientReceiptsSlsPath()).toBe(join(PACKAGE_ROOT, 'salt', 'client_receipts', 'init.sls'));
     const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { files: string[] };
     expect(manifest.files).toContain('salt');
   });
@@ -52,15 +75,12 @@ describe('the shipped module asset', () => {
     expect(() => parseModuleVersion('__version__ = "1.0.0-01"\n')).toThrow(expect.objectContaining({ code: 'module_version_missing' }));
   });
 
-  it('resolves the same module path from the built ESM and CJS entries', () => {
+  it('reads nothing when imported, and finds the same module path on first use from the built ESM and CJS entries', () => {
     const dist = join(PACKAGE_ROOT, 'dist');
-    const cjs = execFileSync(process.execPath, ['-e', `process.stdout.write(require(${JSON.stringify(join(dist, 'index.cjs'))}).MODULE_PATH)`], { encoding: 'utf8' });
-    const esm = execFileSync(
-      process.execPath,
-      ['--input-type=module', '-e', `const m = await import(${JSON.stringify(join(dist, 'index.js'))}); process.stdout.write(m.MODULE_PATH)`],
-      { encoding: 'utf8' },
-    );
-    expect(cjs).toBe(MODULE_PATH);
-    expect(esm).toBe(MODULE_PATH);
+    for (const [kind, file] of [['esm', 'index.js'], ['cjs', 'index.cjs']] as const) {
+      const probe = probeImport(kind, join(dist, file));
+      expect(probe.atImport, kind).toEqual([]);
+      expect(probe.modulePath, kind).toBe(MODULE_PATH);
+    }
   });
 });

@@ -1,46 +1,47 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { isSemver } from '@oduflow/protocol';
 import { MinionWrapperError } from './errors.js';
 import { MODULE_FILE_NAME } from './paths.js';
 
 const PACKAGE_NAME = '@oduflow/minion-wrapper';
 
+let root: string | undefined;
+
 /**
- * Walks up from this file (src/ when run from source, dist/ when built, in
- * either the ESM or the CJS build) to the directory whose package.json names
- * this package. The Python module ships beside it under `salt/`.
+ * Absolute path of the installed `@oduflow/minion-wrapper` package (the
+ * Python module ships beside dist/ under `salt/`). Node's resolver finds it
+ * through the package's own `./package.json` export, from the ESM build, the
+ * CJS build (tsup's shim gives it import.meta.url) or the sources alike;
+ * looked up on first use, so importing the package reads nothing.
  */
-function findPackageRoot(start: string): string {
-  let dir = start;
-  for (;;) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest)) {
-      try {
-        const parsed = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown };
-        if (parsed.name === PACKAGE_NAME) return dir;
-      } catch {
-        // not our manifest: keep walking
-      }
+export function packageRoot(): string {
+  if (root === undefined) {
+    try {
+      root = dirname(createRequire(import.meta.url).resolve(`${PACKAGE_NAME}/package.json`));
+    } catch (error) {
+      throw new MinionWrapperError('module_asset_unreadable', `cannot locate the ${PACKAGE_NAME} package root`, { cause: error });
     }
-    const parent = dirname(dir);
-    if (parent === dir) {
-      throw new MinionWrapperError('module_asset_unreadable', `cannot locate the ${PACKAGE_NAME} package root`);
-    }
-    dir = parent;
   }
+  return root;
 }
 
-/** Absolute path of the installed `@oduflow/minion-wrapper` package. */
-export const PACKAGE_ROOT: string = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 /** The Salt file tree shipped in this package (`_modules/`, `client_receipts/`). */
-export const SALT_TREE_DIR: string = join(PACKAGE_ROOT, 'salt');
+export function saltTreeDir(): string {
+  return join(packageRoot(), 'salt');
+}
+
 /** Absolute path of the reviewed `oduflow_job.py` execution module. */
-export const MODULE_PATH: string = join(SALT_TREE_DIR, '_modules', MODULE_FILE_NAME);
+export function modulePath(): string {
+  return join(saltTreeDir(), '_modules', MODULE_FILE_NAME);
+}
+
 /** Absolute path of the `client_receipts` state template (`@ODUFLOW_MODULE_SHA256@` placeholder). */
-export const CLIENT_RECEIPTS_SLS_PATH: string = join(SALT_TREE_DIR, 'client_receipts', 'init.sls');
+export function clientReceiptsSlsPath(): string {
+  return join(saltTreeDir(), 'client_receipts', 'init.sls');
+}
 
 export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
@@ -56,7 +57,7 @@ export function readAsset(path: string, what: string): Buffer {
 
 /** The exact bytes of the reviewed module (read on each call; the file is the source of truth). */
 export function moduleBytes(): Buffer {
-  return readAsset(MODULE_PATH, 'oduflow_job module shipped with @oduflow/minion-wrapper');
+  return readAsset(modulePath(), 'oduflow_job module shipped with @oduflow/minion-wrapper');
 }
 
 /** Lowercase hex SHA-256 of {@link moduleBytes}. */

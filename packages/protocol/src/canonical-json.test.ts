@@ -40,11 +40,14 @@ describe('canonicalJson', () => {
     ['a symbol', Symbol('x')],
     ['a Date', new Date(0)],
     ['a Map', new Map()],
-    ['a class instance', new (class Box {})()],
+    ['a class instance', new (class Box {
+      readonly content = 1;
+    })()],
     ['a boxed string', Object('x') as unknown],
     ['a lone high surrogate', '\ud800'],
     ['a lone surrogate key', { '\udc00': 1 }],
     ['an undefined member', { a: undefined }],
+    // eslint-disable-next-line no-sparse-arrays -- the hole is what this case is about
     ['a sparse array', [1, , 3]],
     ['a symbol-keyed member', { [Symbol('k')]: 1 }],
     ['a toJSON method', { toJSON: () => 1 }],
@@ -71,7 +74,7 @@ describe('canonicalJson', () => {
 
   it('does not echo the value in its error message', () => {
     const secret = { password: 'hunter2', bad: 0.5 };
-    expect(() => canonicalJson(secret)).toThrow(expect.objectContaining({ message: expect.not.stringContaining('hunter2') }));
+    expect(() => canonicalJson(secret)).toThrow(expect.objectContaining({ message: expect.not.stringContaining('hunter2') as unknown }));
   });
 });
 
@@ -107,7 +110,7 @@ describe('the nesting bound (MAX_JSON_DEPTH)', () => {
   });
 
   it('scans the text, so brackets inside strings do not count', () => {
-    const text = canonicalJson([`${'['.repeat(500)}`]);
+    const text = canonicalJson(['['.repeat(500)]);
     expect(parseCanonicalJson(text)).toStrictEqual(['['.repeat(500)]);
   });
 });

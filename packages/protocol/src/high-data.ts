@@ -87,7 +87,7 @@ function valueNestingDepth(value: unknown, limit: number): number {
     depth += 1;
     const next = new Set<object>();
     for (const container of level) {
-      for (const child of Object.values(container)) {
+      for (const child of Object.values(container) as unknown[]) {
         if (typeof child === 'object' && child !== null) next.add(child);
       }
     }

@@ -25,7 +25,7 @@ describe('public types of @oduflow/protocol', () => {
       profile?: 'configure' | 'production' | 'volume_resize' | 'credentials' | 'custom';
       state_digest?: string;
     }>();
-    expectTypeOf<{}>().toMatchTypeOf<Binding>();
+    expectTypeOf<Partial<Binding>>().toEqualTypeOf<Binding>();
   });
 
   it('RequestEvent is discriminated by type, each with exactly its payload', () => {
@@ -37,7 +37,7 @@ describe('public types of @oduflow/protocol', () => {
     >();
     expectTypeOf<Extract<RequestEvent, { reason: 'not_ready' }>>().toHaveProperty('readiness');
     // A free-text reason is no longer an event field of a publication outcome.
-    expectTypeOf<{ type: 'publish_uncertain'; at: string; reason: string }>().not.toMatchTypeOf<RequestEvent>();
+    expectTypeOf<{ type: 'publish_uncertain'; at: string; reason: string }>().not.toExtend<RequestEvent>();
   });
 
   it('a record reason is a closed union keyed by code', () => {
@@ -57,7 +57,7 @@ describe('public types of @oduflow/protocol', () => {
     >();
     expectTypeOf<Extract<RecordReason, { code: 'not_ready' }>['readiness']>().toEqualTypeOf<readonly ReadinessReason[]>();
     expectTypeOf<Extract<RecordReason, { code: 'refused' }>['refusal']>().toEqualTypeOf<RefusalReason>();
-    expectTypeOf<string>().not.toMatchTypeOf<RecordReason>();
+    expectTypeOf<string>().not.toExtend<RecordReason>();
   });
 
   it('the protocol record type is the schema output, read-only at the top', () => {

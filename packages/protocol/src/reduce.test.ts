@@ -36,7 +36,7 @@ describe('reduceStateResult', () => {
         const allBooleans = results.length > 0 && results.every((r) => typeof r === 'boolean');
         expect(reduced.passed).toBeLessThanOrEqual(reduced.total);
         expect(reduced.status === 'unknown').toBe(!allBooleans);
-        if (allBooleans) expect(reduced.passed).toBe(results.filter((r) => r === true).length);
+        if (allBooleans) expect(reduced.passed).toBe(results.filter((r) => r).length);
       }),
       RUNS,
     );

@@ -244,7 +244,7 @@ describe('applyEvent over random event sequences', () => {
     fc.record({ type: fc.constant('poll_failed' as const), at, failure: fc.constantFrom(...POLL_FAILURES) }),
     fc.record({ type: fc.constant('minion_error' as const), at, error: fc.constantFrom('binding_conflict', 'malformed_store', 'inconsistent_evidence') }),
     fc.record({ type: fc.constant('reconciled' as const), at, reason, actor: fc.constant('ops') }),
-    fc.tuple(at, status).map(([t, s]) => seen(s, s === 'succeeded' ? 3 : s === 'failed' ? 1 : 0, s === 'succeeded' || s === 'failed' ? 3 : 0)).map((e) => ({ ...e, at: T2 })),
+    fc.tuple(at, status).map(([_at, s]) => seen(s, s === 'succeeded' ? 3 : s === 'failed' ? 1 : 0, s === 'succeeded' || s === 'failed' ? 3 : 0)).map((e) => ({ ...e, at: T2 })),
   );
 
   /** Applies events, skipping refused ones, and reports every step. */
@@ -332,7 +332,7 @@ describe('applyEvent over random event sequences', () => {
       fc.property(fc.array(event, { maxLength: 25 }), (events) => {
         walk(events, (before, _e, after) => {
           if (before.state === 'succeeded' || before.state === 'failed' || before.state === 'unknown') {
-            expect(after.protocol === 1 && before.protocol === 1 && after.passed === before.passed && after.total === before.total).toBe(true);
+            expect(after.protocol === 1 && after.passed === before.passed && after.total === before.total).toBe(true);
           }
         });
       }),

@@ -371,6 +371,7 @@ class PinnedPrivateDir implements PrivateDir {
         }
       } finally {
         closeQuietly(fd);
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- `retry` is set before a `continue` in the try, which flow analysis does not carry here
         if (!published && !retry) unlinkIfPresentQuietly(dirFd, temp);
       }
       fsyncDir(dirFd, this.path);

@@ -18,7 +18,7 @@ export async function waitFor<T>(condition: () => T | Promise<T>, what: string, 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
-    if (value) return value as NonNullable<Awaited<T>>;
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((done) => setTimeout(done, 5));
   }

@@ -21,7 +21,15 @@ FIXTURE_DIR = HARNESS / "fixtures"
 MODULE_PATH = HARNESS.parent / "minion-wrapper" / "salt" / "_modules" / "oduflow_job.py"
 MASTER_ONLY = {"transitions.json"}
 # Categories the Python module implements that must have cases in the corpus.
-REQUIRED_CATEGORIES = {"identity", "canonical_json", "high_data", "reduction", "receipt", "status_answer", "capabilities"}
+REQUIRED_CATEGORIES = {
+    "identity",
+    "canonical_json",
+    "high_data",
+    "reduction",
+    "receipt",
+    "status_answer",
+    "capabilities",
+}
 # Categories the corpus may hold beyond those (none today).
 OPTIONAL_CATEGORIES = set()
 # The corpus holds values nested 2000 deep (refused by the module's own

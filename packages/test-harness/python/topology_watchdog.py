@@ -9,6 +9,7 @@ then removes the directory when asked. Standard library only: it runs with
 the topology's venv python.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -36,12 +37,12 @@ def topology_pids(root, prefix, me):
         if not entry.isdigit() or int(entry) == me:
             continue
         try:
-            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 cmd = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
         except OSError:
             continue
         try:
-            cwd = os.readlink("/proc/%s/cwd" % entry)
+            cwd = os.readlink(f"/proc/{entry}/cwd")
         except OSError:
             cwd = ""
         if prefix in cmd or cwd == root or cwd.startswith(prefix):
@@ -55,10 +56,8 @@ def kill_all(root, prefix, me):
         if not pids:
             return
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         time.sleep(KILL_ROUND_SECONDS)
 
 

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { modulePath } from '@oduflow/minion-wrapper';
 import { PROTOCOL_ERROR_CODES, READINESS_REASONS, REFUSAL_REASONS } from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
 
@@ -13,8 +12,7 @@ import { describe, expect, it } from 'vitest';
  * module can send.
  */
 
-const MODULE_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'minion-wrapper', 'salt', '_modules', 'oduflow_job.py');
-const source = readFileSync(MODULE_PATH, 'utf8');
+const source = readFileSync(modulePath(), 'utf8');
 
 /** A Python string literal ('x' or "x") made of code characters only. */
 const LITERAL = String.raw`["']([a-z][a-z0-9_]*)["']`;

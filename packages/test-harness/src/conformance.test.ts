@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   FIXTURE_CATEGORIES,
-  FIXTURE_SCHEMA_PATH,
+  fixtureSchemaPath,
   type FixtureCase,
   type FixtureCategory,
   type FixtureInput,
@@ -57,11 +57,11 @@ const corpus = loadAllFixtures();
 const allCases = corpus.flatMap((file) => file.cases);
 
 describe('the fixture corpus', () => {
-  const jsonSchema = JSON.parse(readFileSync(FIXTURE_SCHEMA_PATH, 'utf8')) as Record<string, unknown>;
+  const jsonSchema = JSON.parse(readFileSync(fixtureSchemaPath(), 'utf8')) as Record<string, unknown>;
 
   it.each(corpus.map((file) => [file.category, file] as const))('%s.json satisfies fixture.schema.json', (_name, file) => {
-    const raw: unknown = JSON.parse(readFileSync(FIXTURE_SCHEMA_PATH.replace('fixture.schema.json', `${file.category}.json`), 'utf8'));
-    const result = z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]).safeParse(raw);
+    const raw: unknown = JSON.parse(readFileSync(fixtureSchemaPath().replace('fixture.schema.json', `${file.category}.json`), 'utf8'));
+    const result = z.fromJSONSchema(jsonSchema).safeParse(raw);
     expect(result.success, result.success ? '' : z.prettifyError(result.error)).toBe(true);
   });
 
@@ -71,7 +71,7 @@ describe('the fixture corpus', () => {
   });
 
   it('rejects a case that has both expect and error, or neither, under the JSON Schema', () => {
-    const schema = z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
+    const schema = z.fromJSONSchema(jsonSchema);
     const file = (extra: Record<string, unknown>) => ({
       category: 'reduction',
       description: 'x',

@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import { ROLE_MARKERS, startTopology, type Topology } from './topology.js';
 
 // ---------------------------------------------------------------- pure helpers
@@ -31,6 +32,12 @@ export function asciiTable(head: readonly string[], rows: readonly (readonly Cel
   const rule = `${indent}+${widths.map((w) => '-'.repeat(w + 2)).join('+')}+`;
   const line = (cells: readonly string[]) => `${indent}| ${cells.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |`;
   return [rule, line(head), rule, ...body.map(line), rule].join('\n');
+}
+
+/** A value for narration: a string as it is, `fallback` for null or undefined, anything else inspected. */
+function textOf(value: unknown, fallback: string): string {
+  if (value === null || value === undefined) return fallback;
+  return typeof value === 'string' ? value : inspect(value);
 }
 
 /** The first block of a UUID (or of the UUID in `client-<uuid>`): enough to tell requests apart in a demo. */
@@ -75,7 +82,7 @@ export interface EvidenceRow {
   exit: number | string;
 }
 
-export const EVIDENCE_HEAD = ['command', 'request', 'minion', 'profile', 'jid', 'state', 'passed', 'marker', 'exit'] as const;
+const EVIDENCE_HEAD = ['command', 'request', 'minion', 'profile', 'jid', 'state', 'passed', 'marker', 'exit'] as const;
 
 export function evidenceTable(rows: readonly EvidenceRow[], indent = '  '): string {
   return asciiTable(
@@ -88,7 +95,7 @@ export function evidenceTable(rows: readonly EvidenceRow[], indent = '  '): stri
 // ---------------------------------------------------------------- the CLI, as a child process
 
 /** A record row as `oduflow-master --json` prints it (list/dispatch/poll rows; show/reconcile `record`). */
-export interface CliRecord {
+interface CliRecord {
   request_id: string;
   minion_id: string | null;
   profile: string | null;
@@ -103,7 +110,7 @@ export interface CliRecord {
   [field: string]: unknown;
 }
 
-export interface CliError {
+interface CliError {
   code: string;
   detail: string | null;
   request_id: string | null;
@@ -124,7 +131,7 @@ export function parseCliJson(stdout: string): CliResult['json'] {
   if (line === undefined) return null;
   try {
     const value: unknown = JSON.parse(line);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as CliResult['json']) : null;
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : null;
   } catch {
     return null;
   }
@@ -141,7 +148,7 @@ export function findMasterCli(from: string = dirname(fileURLToPath(import.meta.u
 
 // ---------------------------------------------------------------- the scenario
 
-export class DemoFailure extends Error {
+class DemoFailure extends Error {
   override readonly name = 'DemoFailure';
 }
 
@@ -225,8 +232,8 @@ export function createDemo(options: DemoOptions = {}): DemoSession {
       children.add(child);
       let stdout = '';
       let stderr = '';
-      child.stdout?.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-      child.stderr?.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+      child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+      child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
       const timer = setTimeout(() => child.kill('SIGKILL'), CLI_TIMEOUT_MS);
       child.once('error', (error) => {
         clearTimeout(timer);
@@ -449,7 +456,7 @@ export function createDemo(options: DemoOptions = {}): DemoSession {
     check(refused.json?.error?.code === 'target_blocked', `expected target_blocked, got ${refused.stdout.trim()}`);
     const r = await step(['reconcile', id, '--reason', 'operator checked the volume'], 0, (x) => {
       const rr = recordOf(x);
-      return rr ? `record ${rr.state} by ${String(rr['reconciled_by'] ?? '?')}: "${String(rr['reconciliation_reason'] ?? '')}"` : recordSummary(x);
+      return rr ? `record ${rr.state} by ${textOf(rr['reconciled_by'], '?')}: "${textOf(rr['reconciliation_reason'], '')}"` : recordSummary(x);
     });
     rows.push(row('reconcile', r, roleLines(a, 'volume_resize') - before));
     check(recordOf(r)?.state === 'reconciled', `expected reconciled, got ${recordSummary(r)}`);
@@ -558,12 +565,12 @@ export function createDemo(options: DemoOptions = {}): DemoSession {
       );
       return true;
     }
-    if (openRows !== null && (openRows as EvidenceRow[]).length > 0) say(evidenceTable(openRows));
-    const message = failure instanceof Error ? failure.message : failure === null ? '' : String(failure);
+    if (openRows !== null && openRows.length > 0) say(evidenceTable(openRows));
+    const message = failure instanceof Error ? failure.message : textOf(failure, '');
     if (failure !== null) say(`demo FAILED: ${message}`);
     if (failure !== null && !(failure instanceof DemoFailure) && failure instanceof Error && failure.stack) say(failure.stack);
-    if (teardownError !== null) say(`demo FAILED to tear down: ${teardownError instanceof Error ? teardownError.message : String(teardownError)}`);
-    const last = lastCli as CliResult | null;
+    if (teardownError !== null) say(`demo FAILED to tear down: ${teardownError instanceof Error ? teardownError.message : textOf(teardownError, '')}`);
+    const last = lastCli;
     if (last !== null && failure !== null && last.stderr.trim() !== '') {
       say(`  log of the last call (${cmdLine(last.argv)}):`);
       say(`  ${last.stderr.trim().slice(-2000)}`);

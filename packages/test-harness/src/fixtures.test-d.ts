@@ -17,10 +17,10 @@ describe('fixture case types', () => {
 
   it('lets a case expect a result or name a protocol error code, never both', () => {
     type Case = FixtureCase<'capabilities'>;
-    expectTypeOf<{ id: string; description: string; input: { answer: null }; expect: null }>().toMatchTypeOf<Case>();
-    expectTypeOf<{ id: string; description: string; input: { answer: null }; error: 'invalid_capabilities' }>().toMatchTypeOf<Case>();
-    expectTypeOf<{ id: string; description: string; input: { answer: null }; error: 'no_such_code' }>().not.toMatchTypeOf<Case>();
-    expectTypeOf<{ id: string; description: string; input: { answer: null }; expect: null; error: 'invalid_capabilities' }>().not.toMatchTypeOf<Case>();
+    expectTypeOf<{ id: string; description: string; input: { answer: null }; expect: null }>().toExtend<Case>();
+    expectTypeOf<{ id: string; description: string; input: { answer: null }; error: 'invalid_capabilities' }>().toExtend<Case>();
+    expectTypeOf<{ id: string; description: string; input: { answer: null }; error: 'no_such_code' }>().not.toExtend<Case>();
+    expectTypeOf<{ id: string; description: string; input: { answer: null }; expect: null; error: 'invalid_capabilities' }>().not.toExtend<Case>();
     expectTypeOf<NonNullable<Case['error']>>().toEqualTypeOf<ProtocolErrorCode>();
   });
 

@@ -1,37 +1,18 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { PROTOCOL_ERROR_CODES } from '@oduflow/protocol';
 import { z } from 'zod';
-
-const PACKAGE_NAME = '@oduflow/test-harness';
-
-/**
- * The directory of this module, in every form it runs in: the CJS build has
- * `__dirname`; the ESM build (and vitest on the sources) has `import.meta.url`.
- * The CJS branch is taken first, so esbuild's empty `import.meta` in CJS
- * output is never read.
- */
-function moduleDirectory(): string {
-  return typeof __dirname === 'string' ? __dirname : dirname(fileURLToPath(import.meta.url));
-}
-
-/** Walks up from `start` to the directory whose package.json is this package (src/ and dist/ sit at different depths). */
-function findPackageRoot(start: string): string {
-  for (let directory = start; ; directory = dirname(directory)) {
-    const manifest = join(directory, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown }).name === PACKAGE_NAME) {
-      return directory;
-    }
-    if (dirname(directory) === directory) throw new Error(`cannot find the ${PACKAGE_NAME} package root above ${start}`);
-  }
-}
+import { harnessRoot } from './package-root.js';
 
 /** Absolute path of the shared fixture corpus. */
-export const FIXTURES_DIR: string = join(findPackageRoot(moduleDirectory()), 'fixtures');
+export function fixturesDir(): string {
+  return join(harnessRoot(), 'fixtures');
+}
 
 /** Absolute path of the JSON Schema every fixture file satisfies. */
-export const FIXTURE_SCHEMA_PATH: string = join(FIXTURES_DIR, 'fixture.schema.json');
+export function fixtureSchemaPath(): string {
+  return join(fixturesDir(), 'fixture.schema.json');
+}
 
 export const FIXTURE_CATEGORIES = [
   'identity',
@@ -117,12 +98,12 @@ function parseFixtureFile<C extends FixtureCategory>(category: C, path: string):
   const parsed = fixtureFileSchema(category).safeParse(JSON.parse(readFileSync(path, 'utf8')));
   if (!parsed.success) throw new Error(`${path} is not a valid ${category} fixture file:\n${z.prettifyError(parsed.error)}`);
   const { category: fileCategory, description, cases } = parsed.data;
-  return { category: fileCategory as C, description, cases: cases as FixtureCase<C>[] };
+  return { category: fileCategory, description, cases: cases as FixtureCase<C>[] };
 }
 
 /** Reads and validates `fixtures/<category>.json`. */
 export function loadFixtureFile<C extends FixtureCategory>(category: C): FixtureFile<C> {
-  return parseFixtureFile(category, join(FIXTURES_DIR, `${category}.json`));
+  return parseFixtureFile(category, join(fixturesDir(), `${category}.json`));
 }
 
 function isFixtureCategory(name: string): name is FixtureCategory {
@@ -131,12 +112,13 @@ function isFixtureCategory(name: string): name is FixtureCategory {
 
 /** Reads and validates every `<category>.json` present in the corpus; any other JSON file there (bar the schema) is an error. */
 export function loadAllFixtures(): FixtureFile[] {
-  const files = readdirSync(FIXTURES_DIR)
+  const dir = fixturesDir();
+  const files = readdirSync(dir)
     .filter((name) => name.endsWith('.json') && name !== 'fixture.schema.json')
     .sort();
   return files.map((name) => {
     const category = name.slice(0, -'.json'.length);
-    if (!isFixtureCategory(category)) throw new Error(`${name} in ${FIXTURES_DIR} is not a fixture category`);
-    return parseFixtureFile(category, join(FIXTURES_DIR, name)) as FixtureFile;
+    if (!isFixtureCategory(category)) throw new Error(`${name} in ${dir} is not a fixture category`);
+    return parseFixtureFile<FixtureCategory>(category, join(dir, name));
   });
 }

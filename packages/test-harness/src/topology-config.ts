@@ -19,7 +19,7 @@ export interface TopologyPorts {
 
 const SAFE_RELATIVE = /^[A-Za-z0-9._/-]+$/;
 
-export function writePrivate(path: string, content: string | Buffer, mode = 0o600): void {
+function writePrivate(path: string, content: string | Buffer, mode = 0o600): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   writeFileSync(path, content, { mode });
   chmodSync(path, mode);
@@ -78,7 +78,7 @@ export function writeMasterConfig(
 }
 
 /** The include a test's `minionOptions` become: read after the cloud-init include (`oduflow.conf`), so it wins. */
-export const MINION_OPTIONS_INCLUDE = 'zz-topology.conf';
+const MINION_OPTIONS_INCLUDE = 'zz-topology.conf';
 
 /**
  * The topology's part of the minion config (`<configDir>/minion`): its root,

@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { DEFAULT_EXTMODS_DIR, DEFAULT_MINION_CACHE_DIR, PACKAGE_ROOT as MINION_WRAPPER_ROOT } from '@oduflow/minion-wrapper';
-import { FIXTURES_DIR } from './fixtures.js';
+import { join, resolve } from 'node:path';
+import { DEFAULT_EXTMODS_DIR, DEFAULT_MINION_CACHE_DIR } from '@oduflow/minion-wrapper';
+import { harnessRoot } from './package-root.js';
 
 /*
  * Where everything of a local topology lives. Each daemon has its own Salt
@@ -11,12 +11,14 @@ import { FIXTURES_DIR } from './fixtures.js';
  * production defaults below its root.
  */
 
-/** The repository root: the default venv is `<repo>/.venv`. */
-export const REPO_ROOT: string = resolve(MINION_WRAPPER_ROOT, '..', '..');
+/** The repository root (this package sits in `<repo>/packages/`): the default venv is `<repo>/.venv`. */
+export function repoRoot(): string {
+  return resolve(harnessRoot(), '..', '..');
+}
 
 /** The watchdog script shipped in this package's python/ (found from the package root, like the fixtures). */
 export function watchdogScriptPath(): string {
-  return join(dirname(FIXTURES_DIR), 'python', 'topology_watchdog.py');
+  return join(harnessRoot(), 'python', 'topology_watchdog.py');
 }
 
 /** Linux caps unix socket paths at 108 bytes including the NUL. */

@@ -68,7 +68,7 @@ function readProc(pid: number): ProcInfo | null {
 }
 
 /** Every live (non-zombie) process on the machine. */
-export function listProcesses(): ProcInfo[] {
+function listProcesses(): ProcInfo[] {
   const out: ProcInfo[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -148,7 +148,7 @@ export async function waitFor<T>(
  * `<cachedir>/proc/<jid>` (maps, arrays, strings, numbers, nil, booleans,
  * binary). Returns undefined for anything it does not understand.
  */
-export function decodeMsgpack(buf: Buffer): unknown {
+function decodeMsgpack(buf: Buffer): unknown {
   let offset = 0;
   const need = (n: number) => {
     if (offset + n > buf.length) throw new Error('truncated');

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import { MODULE_PATH, readAsset, sha256Hex, verifyInstalledModule, writeSaltFileTree } from '@oduflow/minion-wrapper';
-import { createTopologyApi, type LowState } from './topology-api.js';
+import { modulePath, readAsset, sha256Hex, verifyInstalledModule, writeSaltFileTree } from '@oduflow/minion-wrapper';
+import { createTopologyApi, type ClientReceiptsResults, type LowState } from './topology-api.js';
 import {
   installMinionBundle,
   seedKeys,
@@ -14,13 +14,22 @@ import {
   type TopologyPorts,
 } from './topology-config.js';
 import { createSupervisor, freePorts, newDaemon, startWatchdog, tcpOpen, type Daemon, type SaltCliResult } from './topology-daemons.js';
-import { REPO_ROOT, masterPaths, minionPaths, prepareTopologyDir, type MinionPaths } from './topology-paths.js';
+import { repoRoot, masterPaths, minionPaths, prepareTopologyDir, type MinionPaths } from './topology-paths.js';
 import { readJobWorkers, processesUnder, signal, waitFor, type JobWorker, type ProcInfo } from './topology-process.js';
 import { DEFAULT_SLOW_STATE_SECONDS, defaultTestRoles } from './topology-roles.js';
 
-export * from './topology-roles.js';
+export {
+  CLIENT_CREDENTIALS_SLS,
+  CLIENT_PRODUCTION_SLS,
+  CLIENT_STACK_SLS,
+  DEFAULT_SLOW_STATE_SECONDS,
+  RENDER_ERROR_SLS,
+  ROLE_MARKERS,
+  clientStorageResizeSls,
+  defaultTestRoles,
+} from './topology-roles.js';
 export { processesUnder, type JobWorker, type ProcInfo } from './topology-process.js';
-export type { LowState } from './topology-api.js';
+export type { ClientReceiptsResults, LowState } from './topology-api.js';
 export type { SaltCliResult } from './topology-daemons.js';
 
 export interface TopologyOptions {
@@ -34,7 +43,7 @@ export interface TopologyOptions {
   venv?: string;
   /** Install the module the production way before the minions start (default true). */
   installModule?: boolean;
-  /** Module file to install and serve (default: the reviewed minion-wrapper MODULE_PATH). */
+  /** Module file to install and serve (default: the reviewed minion-wrapper modulePath()). */
   moduleSource?: string;
   /** Extra or replacement files in the master's file_roots: relative path → content (e.g. `roles/client_stack.sls`). */
   roles?: Record<string, string>;
@@ -87,7 +96,8 @@ export interface Topology {
   markerFile(minionId: string): string;
   /** Lines of the marker file (empty when absent). */
   markerLines(minionId: string): string[];
-  logFile(name: 'master' | 'api' | string): string;
+  /** `name`: master, api or a minion id. */
+  logFile(name: string): string;
 
   stopMaster(signal?: NodeJS.Signals): Promise<void>;
   /** Starts the master and waits until salt-api logs in and every running minion answers test.ping. */
@@ -98,7 +108,7 @@ export interface Topology {
   /** Starts the minion and waits until it answers test.ping. */
   startMinion(minionId: string): Promise<void>;
   /** Main pid of a running daemon (its process group id), or null. */
-  daemonPid(name: 'master' | 'api' | string): number | null;
+  daemonPid(name: string): number | null;
   /**
    * Running Salt jobs of the minion, from `<cachedir>/proc/<jid>` (written by
    * the minion with the worker's pid), keeping only live workers of this
@@ -122,7 +132,7 @@ export interface Topology {
   /** test.ping on exactly these minions through salt-api (`local`, `tgt_type: list`). */
   ping(minionIds?: string[]): Promise<Record<string, unknown>>;
   /** state.apply client_receipts on the minions; throws unless every state succeeded. Returns per-minion state results. */
-  applyClientReceipts(minionIds?: string[]): Promise<Record<string, Record<string, { result: unknown; changes: unknown }>>>;
+  applyClientReceipts(minionIds?: string[]): Promise<ClientReceiptsResults>;
   /** Replaces (or adds) a file in the master's file_roots; takes effect for the next state run. */
   setRole(relativePath: string, content: string): void;
 
@@ -133,7 +143,7 @@ export interface Topology {
 const SALT_BINARIES = ['salt-master', 'salt-minion', 'salt-api', 'salt'];
 
 function resolveVenv(requested: string | undefined): string {
-  const venv = resolve(requested ?? process.env.ODUFLOW_VENV ?? join(REPO_ROOT, '.venv'));
+  const venv = resolve(requested ?? process.env.ODUFLOW_VENV ?? join(repoRoot(), '.venv'));
   for (const bin of SALT_BINARIES) {
     if (!existsSync(join(venv, 'bin', bin))) {
       throw new Error(`topology: ${join(venv, 'bin', bin)} is missing; run scripts/ensure-python.sh`);
@@ -180,7 +190,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
   // The master's file tree: exactly what `oduflow-minion file-tree` writes, plus test roles.
   mkdirSync(master.fileRoot, { recursive: true, mode: 0o755 });
   mkdirSync(master.pillarRoot, { recursive: true, mode: 0o755 });
-  const moduleSource = options.moduleSource ?? MODULE_PATH;
+  const moduleSource = options.moduleSource ?? modulePath();
   const tree = writeSaltFileTree(master.fileRoot, { moduleSource });
   const roles = { ...defaultTestRoles(options.slowStateSeconds ?? DEFAULT_SLOW_STATE_SECONDS), ...(options.roles ?? {}) };
   const setRole = (relativePath: string, content: string) => writeRole(master.fileRoot, relativePath, content);
@@ -196,13 +206,13 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
   const module = readAsset(moduleSource, 'module source');
   const install = options.installModule ?? true;
   let moduleSha256: string | null = null;
-  minionIds.forEach((id, index) => {
+  for (const [index, id] of minionIds.entries()) {
     const paths = minionPaths(dir, index);
     minions.set(id, paths);
     const extra = typeof options.minionOptions === 'function' ? options.minionOptions(id) : options.minionOptions;
     writeMinionConfig(paths, { ports, user, logLevel }, extra);
     moduleSha256 = installMinionBundle(paths, id, module, install);
-  });
+  }
   if (moduleSha256 !== null && moduleSha256 !== tree.moduleSha256) throw new Error('topology: file tree and install differ');
 
   const minion = (id: string): MinionPaths => {
@@ -304,18 +314,21 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       await client.waitMinionsAnswer([id], 60_000);
     },
     daemonPid: (name) => daemon(name).pid,
+    // Async so that a failed read rejects, as the interface promises.
+    // eslint-disable-next-line @typescript-eslint/require-await -- see above
     jobWorkers: async (id) => readJobWorkers(minion(id).cacheDir, minion(id).configDir),
+    // eslint-disable-next-line @typescript-eslint/require-await -- see above
     jobWorkerPids: async (id) => readJobWorkers(minion(id).cacheDir, minion(id).configDir).map((w) => w.pid),
     leftoverProcesses,
-    runSaltCli: ([bin, ...args] = [], opts = {}) => {
+    runSaltCli: ([bin, ...args], opts = {}) => {
       if (bin === undefined || !/^salt(-[a-z]+)?$/.test(bin) || bin === 'salt-call' || bin === 'salt-minion') {
         throw new Error('topology: runSaltCli runs a master-side salt CLI (salt, salt-key, salt-run, ...)');
       }
       return supervisor.run(bin, ['-c', master.configDir, ...args], opts.timeoutMs);
     },
     saltCall: (id, args, opts = {}) => supervisor.run('salt-call', ['-c', minion(id).configDir, ...args], opts.timeoutMs),
-    login: client.login,
-    saltApi: client.saltApi,
+    login: () => client.login(),
+    saltApi: (lowstate, opts) => client.saltApi(lowstate, opts),
     ping: (ids = minionIds) => client.ping(ids),
     applyClientReceipts: (ids = minionIds) => client.applyClientReceipts(ids),
     setRole,

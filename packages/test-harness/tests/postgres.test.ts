@@ -7,6 +7,7 @@ describe('a throwaway PostgreSQL cluster', () => {
     pg = await startPostgres();
   }, 90_000);
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await pg?.stop();
   }, 60_000);
 

@@ -13,7 +13,7 @@ import {
   verifyInstalledModule,
 } from '@oduflow/minion-wrapper';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, watchdogScriptPath } from '../src/topology-paths.js';
+import { repoRoot, watchdogScriptPath } from '../src/topology-paths.js';
 import { isAlive } from '../src/topology-process.js';
 import { ROLE_MARKERS, processesUnder, startTopology, type Topology } from '../src/topology.js';
 
@@ -27,7 +27,7 @@ const waitUntil = async (what: string, ms: number, probe: () => boolean | Promis
 
 type StateMap = Record<string, { result: unknown }>;
 const results = (answer: unknown): unknown[] | boolean[] =>
-  Array.isArray(answer) ? answer : Object.values(answer as StateMap).map((s) => s.result);
+  Array.isArray(answer) ? (answer as unknown[]) : Object.values(answer as StateMap).map((s) => s.result);
 
 describe('a local Salt topology', () => {
   let topo: Topology;
@@ -41,6 +41,7 @@ describe('a local Salt topology', () => {
     id = topo.minionIds[0] as string;
   }, 90_000);
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await topo?.stop();
   }, 30_000);
 
@@ -153,7 +154,7 @@ describe('a local Salt topology', () => {
     const jid = (published as { jid: string }).jid;
     await waitUntil('the slow state to start', 15_000, () => topo.markerLines(id).length === before + 1);
     const workers = await topo.jobWorkers(id);
-    expect(workers).toEqual([{ jid, pid: expect.any(Number), fun: 'state.sls' }]);
+    expect(workers).toEqual([{ jid, pid: expect.any(Number) as unknown, fun: 'state.sls' }]);
     const [worker] = workers;
     process.kill(worker?.pid as number, 'SIGKILL');
     await waitUntil('the worker to die', 5_000, async () => (await topo.jobWorkerPids(id)).length === 0);
@@ -216,7 +217,7 @@ describe('the topology watchdog (python/topology_watchdog.py)', () => {
     const manifest = JSON.parse(readFileSync(join(watchdogScriptPath(), '..', '..', 'package.json'), 'utf8')) as { files: string[] };
     expect(manifest.files).toContain('python');
     const dir = mkdtempSync(join(tmpdir(), 'oduflow-watchdog-test-'));
-    const python = join(REPO_ROOT, '.venv', 'bin', 'python');
+    const python = join(repoRoot(), '.venv', 'bin', 'python');
     // a stand-in for the test worker, and a stand-in for a topology process (cwd inside the dir)
     const parent = spawn('sleep', ['300'], { stdio: 'ignore' });
     mkdirSync(join(dir, 'work'));

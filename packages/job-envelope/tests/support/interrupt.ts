@@ -3,7 +3,7 @@ import type { JobSpecInput } from '../../src/spec.js';
 import type { JobStage } from '../../src/stage.js';
 
 /** Thrown from onCheckpoint to stop a run in this process exactly after a checkpoint became durable. */
-export class Interrupted extends Error {
+class Interrupted extends Error {
   constructor(readonly runId: string) {
     super('interrupted by the test');
   }

@@ -115,7 +115,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? String((error as { code: unknown }).code) : 'unexpected';
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : 'unexpected';
   process.stdout.write(`ERROR ${code}\n`);
   process.exitCode = 3;
 });

@@ -31,11 +31,11 @@ function findPackageDir(): string {
 }
 const packageDir = findPackageDir();
 
-export const fleetMinion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
-export const fleetRequest = (n: number): string => `6f1c2b8e-4d3a-4b5c-9e7f-${n.toString(16).padStart(12, '0')}`;
+const fleetMinion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
+const fleetRequest = (n: number): string => `6f1c2b8e-4d3a-4b5c-9e7f-${n.toString(16).padStart(12, '0')}`;
 const fleetJid = (n: number): string => (20261129100000000000n + BigInt(n)).toString();
 
-export function publishedRecord(n: number): ProtocolRequestRecord {
+function publishedRecord(n: number): ProtocolRequestRecord {
   const record = createRequestRecord({ request_id: fleetRequest(n), minion_id: fleetMinion(n), profile: 'configure', state_digest: '', jid: fleetJid(n), at: AT });
   return applyEvent(applyEvent(record, { type: 'intent_recorded', at: AT }), { type: 'publish_acked', at: AT }) as ProtocolRequestRecord;
 }
@@ -92,7 +92,7 @@ export async function startStandInProcess(callDelayMs: number, deadlineMs = 20_0
   const ready = await new Promise<{ url: string; username: string; password: string }>((resolveReady, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error('the stand-in did not start before the deadline')), deadlineMs);
-    child.stdout?.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString('utf8');
       const line = out.split('\n')[0];
       if (out.includes('\n') && line !== undefined) {

@@ -29,7 +29,7 @@ export function writePasswordFile(dir: string, password: string, mode = 0o600): 
 }
 
 /** A clock that starts at `startIso` and advances one millisecond per reading. */
-export function steppingClock(startIso = '2026-11-29T10:00:00.000Z'): () => Date {
+function steppingClock(startIso = '2026-11-29T10:00:00.000Z'): () => Date {
   let ms = Date.parse(startIso);
   return () => new Date(ms++);
 }

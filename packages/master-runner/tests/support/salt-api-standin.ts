@@ -12,7 +12,7 @@ import type { AddressInfo, Socket } from 'node:net';
  * "never a second publication" assertions read.
  */
 
-export type PublishMode =
+type PublishMode =
   /** Publish and acknowledge. */
   | 'ack'
   /** Publish, then drop the connection before answering. */
@@ -39,7 +39,7 @@ export type CallReply =
   /** The reply, sent only once `after` settles (to order racing callers). */
   | { readonly after: Promise<void>; readonly reply: CallReply };
 
-export interface Publication {
+interface Publication {
   readonly minionId: string;
   readonly jid: string;
   readonly fun: string;
@@ -341,17 +341,17 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
           return;
         }
         const creds = JSON.parse(body) as Record<string, unknown>;
-        if (creds['username'] !== username || creds['password'] !== password) return send(res, 401, { status: 401 });
+        if (creds['username'] !== username || creds['password'] !== password) { send(res, 401, { status: 401 }); return; }
         const token = randomBytes(20).toString('hex');
         tokens.add(token);
         standIn.tokensIssued.push(token);
         const expire = Date.now() / 1000 + (options.tokenLifeS ?? 43200);
-        return send(res, 200, { return: [{ token, expire, start: Date.now() / 1000, user: username, eauth: creds['eauth'], perms: ['.*'] }] }, { 'x-auth-token': token });
+        send(res, 200, { return: [{ token, expire, start: Date.now() / 1000, user: username, eauth: creds['eauth'], perms: ['.*'] }] }, { 'x-auth-token': token }); return;
       }
       if (req.method === 'GET' && req.url === '/events') {
         const token = req.headers['x-auth-token'];
-        if (standIn.eventsStatus !== undefined) return send(res, standIn.eventsStatus, { status: standIn.eventsStatus });
-        if (typeof token !== 'string' || !tokens.has(token)) return send(res, 401, { status: 401 });
+        if (standIn.eventsStatus !== undefined) { send(res, standIn.eventsStatus, { status: standIn.eventsStatus }); return; }
+        if (typeof token !== 'string' || !tokens.has(token)) { send(res, 401, { status: 401 }); return; }
         res.writeHead(200, { 'content-type': 'text/event-stream;charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
         res.write('retry: 400\n');
         streams.add(res);
@@ -361,11 +361,11 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
       if (req.method === 'POST' && req.url === '/') {
         if (body.includes('"local_async"')) standIn.publicationRequests += 1;
         const token = req.headers['x-auth-token'];
-        if (typeof token !== 'string' || !tokens.has(token)) return send(res, 401, { status: 401 });
+        if (typeof token !== 'string' || !tokens.has(token)) { send(res, 401, { status: 401 }); return; }
         const lowstate = JSON.parse(body) as unknown;
-        if (!Array.isArray(lowstate) || lowstate.length === 0) return send(res, 400, { status: 400 });
-        if (lowstate.length === 1) return handleChunk(res, lowstate[0] as Record<string, unknown>);
-        return handleBatch(res, lowstate as Record<string, unknown>[]);
+        if (!Array.isArray(lowstate) || lowstate.length === 0) { send(res, 400, { status: 400 }); return; }
+        if (lowstate.length === 1) { handleChunk(res, lowstate[0] as Record<string, unknown>); return; }
+        handleBatch(res, lowstate as Record<string, unknown>[]); return;
       }
       send(res, 404, { status: 404 });
     })();

@@ -61,7 +61,9 @@ describe('managed applies through the real master runner on a live Salt topology
   }, 180_000);
 
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await master?.close();
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     if (topo !== undefined) {
       await topo.stop();
       expect(topo.leftoverProcesses()).toEqual([]);
@@ -249,7 +251,7 @@ describe('managed applies through the real master runner on a live Salt topology
     done('second dispatch refused target_blocked (published, then running); first succeeded 3/3, marker +1');
   }, 120_000);
 
-  it('keeps raw state output out of master records and logs and minion receipts, each receipt holding exactly the nine protocol keys', async () => {
+  it('keeps raw state output out of master records and logs and minion receipts, each receipt holding exactly the nine protocol keys', () => {
     const done = scenarioTimer('topology A evidence scan');
     const receiptFiles = topo.minionIds.flatMap((id) => listFiles(topo.receiptDir(id)));
     const masterFiles = master.files();

@@ -36,7 +36,9 @@ describe('capability check before publication on live Salt minions', () => {
   }, 180_000);
 
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await bareMaster?.close();
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await legacyMaster?.close();
     await Promise.all([bare?.stop(), legacy?.stop()]);
     expect(bare?.leftoverProcesses() ?? []).toEqual([]);

@@ -52,7 +52,9 @@ describe('lost publications, killed workers and an unreachable salt-api on a liv
   afterAll(async () => {
     await viaProxy?.close();
     await proxy?.close();
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await master?.close();
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     if (topo !== undefined) {
       await topo.stop();
       expect(topo.leftoverProcesses()).toEqual([]);
@@ -236,7 +238,7 @@ describe('lost publications, killed workers and an unreachable salt-api on a liv
     done('publish_uncertain (publishing), polled to succeeded 5/5, 1 publication reached salt-api, marker 1');
   }, 120_000);
 
-  it('keeps raw state output out of master records and logs and minion receipts, each receipt holding exactly the nine protocol keys', async () => {
+  it('keeps raw state output out of master records and logs and minion receipts, each receipt holding exactly the nine protocol keys', () => {
     const done = scenarioTimer('topology B evidence scan');
     const receiptFiles = topo.minionIds.flatMap((id) => listFiles(topo.receiptDir(id)));
     const masterFiles = [...master.files(), ...(viaProxy?.files() ?? [])];

@@ -74,7 +74,9 @@ describe('the minion keeps the reviewed module installed on its own schedule', (
   }, 180_000);
 
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     await topo?.stop();
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     expect(topo?.leftoverProcesses() ?? []).toEqual([]);
   }, 60_000);
 

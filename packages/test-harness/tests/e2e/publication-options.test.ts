@@ -41,6 +41,7 @@ describe('publication options, readiness and parallel roles on a live Salt topol
   }, 180_000);
 
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     if (topo !== undefined) {
       await topo.stop();
       expect(topo.leftoverProcesses()).toEqual([]);

@@ -25,9 +25,9 @@ import { expect } from 'vitest';
 import type { Topology } from '../../../src/topology.js';
 import { waitFor } from '../../../src/topology-process.js';
 
-export const RECEIPT_KEYS = ['jid', 'minion_id', 'passed', 'profile', 'protocol', 'request_id', 'state_digest', 'status', 'total'];
-export const JID_INDEX_KEYS = ['jid', 'minion_id', 'profile', 'protocol', 'request_id', 'state_digest'];
-export const TERMINAL = new Set(['succeeded', 'failed', 'unknown']);
+const RECEIPT_KEYS = ['jid', 'minion_id', 'passed', 'profile', 'protocol', 'request_id', 'state_digest', 'status', 'total'];
+const JID_INDEX_KEYS = ['jid', 'minion_id', 'profile', 'protocol', 'request_id', 'state_digest'];
+const TERMINAL = new Set(['succeeded', 'failed', 'unknown']);
 
 /** Strings that only raw Salt state output contains (state tags, result fields, commands of the test roles). */
 export const RAW_OUTPUT_NEEDLES = [
@@ -51,7 +51,7 @@ export const RAW_OUTPUT_NEEDLES = [
 export const waitUntil = waitFor;
 
 /** One publish call as the runner made it, and what the real client answered. */
-export interface PublishCall {
+interface PublishCall {
   readonly minionId: string;
   readonly jid: string;
   readonly fun: string;
@@ -60,7 +60,7 @@ export interface PublishCall {
 }
 
 /** The real SaltClient, with every publish counted and an optional one-shot hook run before the next one. */
-export interface CountingSalt extends SaltClient {
+interface CountingSalt extends SaltClient {
   readonly publishes: PublishCall[];
   readonly calls: Array<{ minionId: string; fun: string }>;
   /** Runs `hook` right before the next publish is delegated (once). */
@@ -72,7 +72,7 @@ export interface CountingSalt extends SaltClient {
  * runs its salt-api exchanges one at a time (salt-api 3006.27 races on its
  * `.root_key` file when requests arrive together; see createSaltApiClient).
  */
-export function countingSalt(inner: SaltClient): CountingSalt {
+function countingSalt(inner: SaltClient): CountingSalt {
   const publishes: PublishCall[] = [];
   const calls: Array<{ minionId: string; fun: string }> = [];
   let hook: (() => Promise<void>) | undefined;
@@ -209,7 +209,7 @@ export function terminalReceipt(topo: Topology, minionId: string, requestId: str
 export async function pollUntilSettled(deps: MasterDeps, requestId: string, timeoutMs = 60_000): Promise<PollResult> {
   let last: PollResult | undefined;
   return waitUntil(
-    () => `request ${requestId} to settle (last: ${last?.record.state ?? 'none'}/${last?.observed ?? '-'})`,
+    () => `request ${requestId} to settle (last: ${last?.record.state ?? 'none'}/${last?.observed ? JSON.stringify(last.observed) : '-'})`,
     timeoutMs,
     async () => {
       last = await poll(deps, requestId);
