@@ -41,6 +41,9 @@ export interface TargetUnit {
    * Reserves the record's JID and stores the record, both or (observably)
    * neither. With `options` (an HTTP admission), in the same unit: binds the
    * claimed Idempotency-Key to the record and enqueues it in the outbox.
+   * Callers check blockers() first, under the same lock; a store may also
+   * refuse a blocking record for a target that already has one by throwing
+   * `target_blocked` with nothing stored (PostgreSQL does, by constraint).
    */
   create(record: ProtocolRequestRecord, options?: CreateOptions): Promise<CreateOutcome>;
 }
@@ -155,7 +158,9 @@ export interface RecordStore {
    * Under the request's exclusive lock: reads the record, calls `decide`
    * (pure, synchronous: no I/O inside a unit) and writes its result when it is
    * a different object. Throws `not_found` when there is no such record; an
-   * error thrown by `decide` aborts the unit with nothing written.
+   * error thrown by `decide` aborts the unit with nothing written. A store may
+   * refuse a write that would leave two blocking records on one target
+   * (`target_blocked`, nothing written); no protocol-1 transition does that.
    */
   updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome>;
   /** Claims an Idempotency-Key for an admission (see KeyClaim). */

@@ -1,0 +1,43 @@
+import { MasterRunnerError } from '../errors.js';
+import type { ListPage, RecordFilter } from '../record-store.js';
+
+/*
+ * A RecordFilter (and a keyset page) as a WHERE clause with numbered
+ * parameters. Every value is a parameter, never spliced into the SQL.
+ * Records come back in request-id order (byte order: the column is
+ * COLLATE "C"), so `after` pages by keyset on the primary key.
+ */
+
+export interface Where {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+}
+
+export function whereOf(filter: RecordFilter, after?: string): Where {
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  const param = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  if (filter.minionId !== undefined) conditions.push(`minion_id = ${param(filter.minionId)}`);
+  if (filter.minionIds !== undefined) conditions.push(`minion_id = ANY(${param([...filter.minionIds])}::text[])`);
+  if (filter.unresolved === true) conditions.push('blocking');
+  if (filter.states !== undefined) conditions.push(`state = ANY(${param([...filter.states])}::text[])`);
+  if (after !== undefined) conditions.push(`request_id > ${param(after)}`);
+  return { sql: conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`, params };
+}
+
+/** The page's limit as a positive integer, or none. */
+export function limitOf(page: ListPage | undefined): number | undefined {
+  const limit = page?.limit;
+  if (limit === undefined) return undefined;
+  if (!Number.isSafeInteger(limit) || limit <= 0) throw new MasterRunnerError('invalid_input', 'the page limit must be a positive integer');
+  return limit;
+}
+
+export function pageSizeOf(pageSize: number | undefined, fallback: number): number {
+  const size = pageSize ?? fallback;
+  if (!Number.isSafeInteger(size) || size <= 0) throw new MasterRunnerError('invalid_input', 'the page size must be a positive integer');
+  return size;
+}
