@@ -36,6 +36,8 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.decorateRequest('principal', null);
+  // JSON only: a text/plain body is 415, not a string handed to the body schema.
+  app.removeContentTypeParser(['text/plain']);
 
   await app.register(fastifySwagger, {
     openapi: {
