@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { authenticate } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { errorLogFields, toProblem } from './error-mapping.js';
+import { ServiceLogController } from './log-controller.js';
 import { ProblemError, sendProblem } from './problems.js';
 import { registerOpsRoutes } from './routes-ops.js';
 import { registerRequestRoutes } from './routes-requests.js';
@@ -25,8 +26,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
     // pino's Logger, typed as fastify's view of it (the same object).
     loggerInstance: ctx.deps.logger as FastifyBaseLogger,
-    disableRequestLogging: true,
-    requestIdLogLabel: 'http_id',
+    logController: new ServiceLogController(),
     genReqId: () => randomUUID(),
     bodyLimit: BODY_LIMIT_BYTES,
     // A body that pollutes prototypes is refused (400), not cleaned silently.

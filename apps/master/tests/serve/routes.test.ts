@@ -339,6 +339,7 @@ describe('problems', () => {
       .filter((l) => l['msg'] === 'http');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ method: 'POST', route: '/v1/requests', path: '/v1/requests', status: 202, tenant: 'acme', token_id: 'acme-all' });
+    expect(lines[0]?.['http_id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(lines[0]).not.toHaveProperty('headers');
     expect(JSON.stringify(lines[0])).not.toContain(TOKENS.acmeAll);
   });
