@@ -44,6 +44,27 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
 
   let records: RecordStore | undefined;
   let lock: ServeLock | undefined;
+  // Signals are taken from the start: one during start-up stops the service as soon as it is up.
+  let stopped: (stop: Stop) => void = () => undefined;
+  const stopRequested = new Promise<Stop>((resolve) => (stopped = resolve));
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    // A second signal while draining: say so, and keep draining (systemd's TimeoutStopSec bounds it).
+    if (stopping) log.warn({ signal }, 'already stopping; waiting for the work in flight');
+    stopping = true;
+    stopped({ kind: 'signal', signal });
+  };
+  const onHup = (): void => {
+    try {
+      tokens = loadTokensFile(config.tokensFile);
+      log.info({ tokens: tokens.tokenCount }, 'tokens file reloaded');
+    } catch (error) {
+      log.error({ code: MasterRunnerError.isInstance(error) ? error.code : 'internal' }, 'tokens file not reloaded; the previous one stays');
+    }
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onHup);
   try {
     records = await openStore(w);
     if (store.kind === 'file') {
@@ -104,42 +125,19 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
       'serving',
     );
 
-    let stopped: (stop: Stop) => void = () => undefined;
-    const stopRequested = new Promise<Stop>((resolve) => (stopped = resolve));
-    let stopping = false;
-    const onSignal = (signal: NodeJS.Signals): void => {
-      // A second signal while draining: say so, and keep draining (systemd's TimeoutStopSec bounds it).
-      if (stopping) log.warn({ signal }, 'already stopping; waiting for the work in flight');
-      stopping = true;
-      stopped({ kind: 'signal', signal });
-    };
-    const onHup = (): void => {
-      try {
-        tokens = loadTokensFile(config.tokensFile);
-        log.info({ tokens: tokens.tokenCount }, 'tokens file reloaded');
-      } catch (error) {
-        log.error({ code: MasterRunnerError.isInstance(error) ? error.code : 'internal' }, 'tokens file not reloaded; the previous one stays');
-      }
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-    process.on('SIGHUP', onHup);
     void service.loops.failed.then((f) => {
       stopping = true;
       stopped({ kind: 'failed', loop: f.loop });
     });
     const stop = await stopRequested;
-    try {
-      log.info(stop.kind === 'signal' ? { signal: stop.signal } : { loop: stop.loop }, 'stopping: draining requests and background loops');
-      await service.stop();
-    } finally {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-      process.off('SIGHUP', onHup);
-    }
+    log.info(stop.kind === 'signal' ? { signal: stop.signal } : { loop: stop.loop }, 'stopping: draining requests and background loops');
+    await service.stop();
     log.info('stopped');
     return stop.kind === 'signal' ? EXIT.ok : EXIT.internal;
   } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    process.off('SIGHUP', onHup);
     client.close();
     lock?.release();
     await records?.close();
