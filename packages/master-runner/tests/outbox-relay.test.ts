@@ -24,12 +24,15 @@ const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toStri
 let world: World;
 let skew = 0;
 let deps: MasterDeps;
+/** The tests' clock: steps a millisecond per reading, plus `skew`. */
+let clock: () => Date;
 
 beforeEach(async () => {
   world = await makeWorld();
   skew = 0;
   let step = 0;
-  deps = { ...world.deps, now: () => new Date(START + skew + step++) };
+  clock = () => new Date(START + skew + step++);
+  deps = { ...world.deps, now: clock };
 });
 afterEach(async () => {
   await world.close();
@@ -91,6 +94,15 @@ describe('relayOnce', () => {
     expect(await relayOnce(deps)).toEqual([]);
     skew = 3_100;
     expect((await relayOnce(deps))[0]).toMatchObject({ requestId: record.request_id, outcome: 'published' });
+  });
+
+  it('handles an entry at most once per pass and hands back the claim of one that came due again meanwhile', async () => {
+    const record = await admitOne();
+    const unreachable = { ...deps, salt: createSaltApiClient({ url: await refusedUrl(), username: 'oduflow', passwordFile: world.passwordFile, eauth: 'sharedsecret' }) };
+    // A 1 ms backoff on a clock that steps 1 ms per reading: due again within the same pass.
+    expect((await relayOnce(unreachable, { notSentBackoffMs: 1 })).map((r) => r.outcome)).toEqual(['not_sent']);
+    // Not held for a lease: the next pass takes it at once.
+    expect(await relayOnce(deps)).toMatchObject([{ requestId: record.request_id, outcome: 'published', record: { jid: record.jid } }]);
   });
 
   it('never publishes a request reconciled while it waited in the outbox, and drops its entry', async () => {
@@ -171,7 +183,7 @@ describe('startOutboxRelay', () => {
     const records: ProtocolRequestRecord[] = [];
     for (let n = 1; n <= 12; n += 1) records.push(await admitOne(minion(n), `k-${n}`));
     const controller = new AbortController();
-    const relays = [0, 1, 2].map(() => startOutboxRelay({ ...world.anotherWorker(), now: deps.now }, { signal: controller.signal, concurrency: 4, idleMs: 5 }));
+    const relays = [0, 1, 2].map(() => startOutboxRelay({ ...world.anotherWorker(), now: clock }, { signal: controller.signal, concurrency: 4, idleMs: 5 }));
     try {
       await until(async () => (await world.store.list({ states: ['published'] })).length === records.length);
     } finally {
@@ -213,7 +225,7 @@ describe('startOutboxRelay', () => {
     const controller = new AbortController();
     const relays = [0, 1, 2].map(() =>
       startOutboxRelay(
-        { ...world.anotherWorker(), now: deps.now },
+        { ...world.anotherWorker(), now: clock },
         { signal: controller.signal, concurrency: 4, idleMs: 5, leaseMs: 1, metrics: { onPublication: (o) => handled.push(o) } },
       ),
     );
