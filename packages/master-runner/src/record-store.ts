@@ -60,7 +60,7 @@ export interface TargetUnit {
 
 /** An Idempotency-Key as a store keeps it: hashed, scoped, bound to what it asked. The raw key is never stored. */
 export interface AdmissionKey {
-  /** Lowercase hex SHA-256 of the canonical JSON {action, actor, key, tenant}: the scoped key's identity. */
+  /** Lowercase hex SHA-256 of the canonical JSON {action, actor, key, tenant}: the scoped key's identity (a store may name files or rows by it; anything else is invalid_input). */
   readonly keyHash: string;
   /** Lowercase hex SHA-256 of the canonical JSON of the content asked for (minion id, profile, state digest). */
   readonly fingerprint: string;
@@ -98,7 +98,7 @@ export interface CreateOptions {
 export interface OutboxEntry {
   readonly requestId: string;
   readonly stateDataJson: string;
-  /** ISO instant the entry was enqueued. */
+  /** ISO instant the entry was enqueued: its record's `created_at` (the caller's clock, like every instant the store is given). */
   readonly enqueuedAt: string;
   /** How many times a relay claimed it. */
   readonly attempts: number;
@@ -167,9 +167,19 @@ export interface RecordStore {
   claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim>;
   /** Drops `requestId`'s live claim on the key (its admission stored nothing); a bound key is kept. */
   releaseKey(key: AdmissionKey, requestId: string): Promise<void>;
-  /** Forgets keys bound before `before` and claims lapsed before it; their requests stay. Returns how many. */
+  /**
+   * Forgets keys bound before `before` (a key is bound at its record's
+   * `created_at`: the admission's instant on the caller's clock) and claims
+   * whose lease ended before it; their requests stay. Returns how many.
+   */
   expireKeys(before: Date): Promise<number>;
-  /** Outbox entries due at `now`, oldest first, each claimed for `leaseMs` against other relays. */
+  /**
+   * Outbox entries due at `now` (new ones are due at once; a deferred one at
+   * its `at`) and not claimed by another relay, oldest `enqueuedAt` first
+   * (then request id), at most `limit`, each claimed for `leaseMs` against
+   * other relays and its `attempts` counted. An entry is handed out only once
+   * its record is stored (the create unit holds both or neither).
+   */
   claimOutbox(options: ClaimOutboxOptions): Promise<OutboxEntry[]>;
   /** Removes the entry (its request was handed to Salt or needs no publication any more); absent is fine. */
   removeOutbox(requestId: string): Promise<void>;
