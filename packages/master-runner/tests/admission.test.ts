@@ -23,12 +23,15 @@ let world: World;
 /** Milliseconds added to the stepping clock: a test moves time past a lease with it. */
 let skew = 0;
 let deps: MasterDeps;
+/** The tests' clock: steps a millisecond per reading, plus `skew`. */
+let clock: () => Date;
 
 beforeEach(async () => {
   world = await makeWorld();
   skew = 0;
   let step = 0;
-  deps = { ...world.deps, now: () => new Date(START + skew + step++) };
+  clock = () => new Date(START + skew + step++);
+  deps = { ...world.deps, now: clock };
 });
 afterEach(async () => {
   await world.close();
@@ -144,7 +147,7 @@ describe('admit', () => {
     skew = 60_001;
     // A lapsed claim with nothing stored is a free key: other content may take it.
     const otherContent = { minionId: OTHER_MINION, profile: 'configure' };
-    const second = await admit({ ...world.anotherWorker(), now: deps.now }, otherContent, { scope: SCOPE, leaseMs: 60_000 });
+    const second = await admit({ ...world.anotherWorker(), now: clock }, otherContent, { scope: SCOPE, leaseMs: 60_000 });
     expect(second.outcome).toBe('admitted');
     release();
     expect(await first).toEqual({ outcome: 'key_in_flight' });
@@ -160,7 +163,7 @@ describe('admit', () => {
     const first = admit(deps, CONFIGURE, { scope: SCOPE, leaseMs: 60_000 });
     await until(() => world.standIn.calls.some((c) => c.fun === 'oduflow_job.capabilities'));
     skew = 60_001;
-    const second = await admit({ ...world.anotherWorker(), now: deps.now }, CONFIGURE, { scope: SCOPE, leaseMs: 60_000 });
+    const second = await admit({ ...world.anotherWorker(), now: clock }, CONFIGURE, { scope: SCOPE, leaseMs: 60_000 });
     const winner = (second as { record: ProtocolRequestRecord }).record;
     release();
     // Under the target lock the blockers come first (the spec's order): the winner blocks the target.

@@ -132,6 +132,9 @@ describe('SIGKILL inside an admission\'s create unit (real process)', () => {
       const store = await open(200);
       expect(await claimOutbox(store)).toEqual([]);
       expect(entries('outbox')).toEqual([`${requestId(1)}.json`]);
+      // The create holds the key's lock too: a claim of that key waits for it (here: gives up, store_busy) instead of reading a half-done unit.
+      expect(await refusal(store.claimKey(KEY, { requestId: requestId(2), now: new Date(CREATED + 120_000), ...LEASE }))).toMatchObject({ code: 'store_busy' });
+      expect(await refusal(store.releaseKey(KEY, requestId(1)))).toMatchObject({ code: 'store_busy' });
     } finally {
       killed(await creating.kill());
     }

@@ -24,12 +24,15 @@ const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toStri
 let world: World;
 let skew = 0;
 let deps: MasterDeps;
+/** The tests' clock: steps a millisecond per reading, plus `skew`. */
+let clock: () => Date;
 
 beforeEach(async () => {
   world = await makeWorld();
   skew = 0;
   let step = 0;
-  deps = { ...world.deps, now: () => new Date(START + skew + step++) };
+  clock = () => new Date(START + skew + step++);
+  deps = { ...world.deps, now: clock };
 });
 afterEach(async () => {
   await world.close();
@@ -171,7 +174,7 @@ describe('startOutboxRelay', () => {
     const records: ProtocolRequestRecord[] = [];
     for (let n = 1; n <= 12; n += 1) records.push(await admitOne(minion(n), `k-${n}`));
     const controller = new AbortController();
-    const relays = [0, 1, 2].map(() => startOutboxRelay({ ...world.anotherWorker(), now: deps.now }, { signal: controller.signal, concurrency: 4, idleMs: 5 }));
+    const relays = [0, 1, 2].map(() => startOutboxRelay({ ...world.anotherWorker(), now: clock }, { signal: controller.signal, concurrency: 4, idleMs: 5 }));
     try {
       await until(async () => (await world.store.list({ states: ['published'] })).length === records.length);
     } finally {
@@ -213,7 +216,7 @@ describe('startOutboxRelay', () => {
     const controller = new AbortController();
     const relays = [0, 1, 2].map(() =>
       startOutboxRelay(
-        { ...world.anotherWorker(), now: deps.now },
+        { ...world.anotherWorker(), now: clock },
         { signal: controller.signal, concurrency: 4, idleMs: 5, leaseMs: 1, metrics: { onPublication: (o) => handled.push(o) } },
       ),
     );

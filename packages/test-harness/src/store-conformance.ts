@@ -8,6 +8,7 @@ import {
   type RequestRecord,
 } from '@oduflow/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { admissionConformanceCases } from './store-conformance-admission.js';
 
 /*
  * The contract every RecordStore must meet (the embedded file store today,
@@ -348,5 +349,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
       expect(outcomes.sort()).toEqual(['blocked', 'created']);
       expect(await store.list()).toHaveLength(1);
     });
+
+    admissionConformanceCases(() => store);
   });
 }
