@@ -40,9 +40,10 @@ function key(name: string, content: { minionId?: string; profile?: 'configure' |
 
 const claim = (store: RecordStore, k: AdmissionKey, n: number, ms = 0) => store.claimKey(k, { requestId: requestId(n), now: at(ms), leaseMs: LEASE });
 
-function settle(r: RequestRecord, how: 'reconciled' | 'publishing' | 'published'): RequestRecord {
+function settle(r: RequestRecord, how: 'reconciled' | 'rejected' | 'publishing' | 'published'): RequestRecord {
   const when = at(1_000).toISOString();
   if (how === 'reconciled') return applyEvent(r, { type: 'reconciled', at: when, reason: 'checked', actor: 'ops' });
+  if (how === 'rejected') return applyEvent(r, { type: 'capability_failed', at: when, reason: 'capability_missing' });
   const publishing = applyEvent(r, { type: 'intent_recorded', at: when });
   return how === 'publishing' ? publishing : applyEvent(publishing, { type: 'publish_acked', at: when });
 }
@@ -243,8 +244,11 @@ export function admissionConformanceCases(current: () => RecordStore): void {
 
   describe('paged and multi-target listing, unresolved counts', () => {
     it('pages through records in request-id order with after and limit, under every filter', async () => {
-      for (let n = 1; n <= 9; n += 1) await create(record(n, { minionId: minion(n % 3) }));
-      for (const n of [2, 7]) await current().updateRequest(requestId(n), (r) => settle(r, 'reconciled'));
+      // A target holds one blocking record at a time (the PostgreSQL store refuses a second): 1–6 settle as they come.
+      for (let n = 1; n <= 9; n += 1) {
+        await create(record(n, { minionId: minion(n % 3) }));
+        if (n <= 6) await current().updateRequest(requestId(n), (r) => settle(r, n % 2 === 0 ? 'reconciled' : 'rejected'));
+      }
       for (const filter of [{}, { unresolved: true }, { minionId: minion(1) }, { states: ['prepared' as const] }, { states: ['reconciled' as const, 'prepared' as const] }]) {
         const all = await current().list(filter);
         const paged: RequestRecord[] = [];
@@ -268,11 +272,16 @@ export function admissionConformanceCases(current: () => RecordStore): void {
     });
 
     it('lists the records of several targets with minionIds, alone or with the other filters', async () => {
-      for (let n = 1; n <= 8; n += 1) await create(record(n, { minionId: minion(n % 4) }));
+      // One blocking record per target at a time: 1–4 settle as they come, 5 later.
+      for (let n = 1; n <= 8; n += 1) {
+        await create(record(n, { minionId: minion(n % 4) }));
+        if (n <= 4) await current().updateRequest(requestId(n), (r) => settle(r, n % 2 === 0 ? 'rejected' : 'reconciled'));
+      }
       await current().updateRequest(requestId(5), (r) => settle(r, 'reconciled'));
       expect(ids(await current().list({ minionIds: [minion(1), minion(2)] }))).toEqual([1, 2, 5, 6].map(requestId));
-      expect(ids(await current().list({ minionIds: [minion(1), minion(2)], unresolved: true }))).toEqual([1, 2, 6].map(requestId));
-      expect(ids(await current().list({ minionIds: [minion(1)], states: ['reconciled'] }))).toEqual([requestId(5)]);
+      expect(ids(await current().list({ minionIds: [minion(1), minion(2)], unresolved: true }))).toEqual([requestId(6)]);
+      expect(ids(await current().list({ minionIds: [minion(1)], states: ['reconciled'] }))).toEqual([1, 5].map(requestId));
+      expect(ids(await current().list({ minionIds: [minion(1), minion(2)], states: ['rejected'] }))).toEqual([requestId(2)]);
       expect(ids(await current().list({ minionIds: [minion(1), minion(2)], minionId: minion(2) }))).toEqual([2, 6].map(requestId));
       expect(ids(await current().list({ minionIds: [minion(1)], minionId: minion(2) }))).toEqual([]);
       expect(await current().list({ minionIds: [] })).toEqual([]);
