@@ -28,12 +28,14 @@ export function whereOf(filter: RecordFilter, after?: string): Where {
   return { sql: conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`, params };
 }
 
-/** The page's limit as a positive integer, or none. */
+/** The page's limit as a positive integer, or none; refuses a page the file store refuses too. */
 export function limitOf(page: ListPage | undefined): number | undefined {
-  const limit = page?.limit;
-  if (limit === undefined) return undefined;
-  if (!Number.isSafeInteger(limit) || limit <= 0) throw new MasterRunnerError('invalid_input', 'the page limit must be a positive integer');
-  return limit;
+  const fields = (page ?? {}) as Record<string, unknown>;
+  const { after, limit } = fields;
+  if ((after !== undefined && typeof after !== 'string') || (limit !== undefined && (!Number.isSafeInteger(limit) || (limit as number) <= 0))) {
+    throw new MasterRunnerError('invalid_input', 'a page needs a request id to start after and a positive whole limit', { detail: 'invalid_page' });
+  }
+  return limit as number | undefined;
 }
 
 export function pageSizeOf(pageSize: number | undefined, fallback: number): number {

@@ -1,5 +1,7 @@
-import { isJid, isMinionId, isRequestId, isSha256Hex, type ProtocolRequestRecord, type RequestRecord, type RequestState } from '@oduflow/protocol';
+import { isJid, isMinionId, isRequestId, type ProtocolRequestRecord, type RequestRecord, type RequestState } from '@oduflow/protocol';
 import { MasterRunnerError } from '../errors.js';
+// The same key rules as the file store (one owner): SHA-256 hex hash and fingerprint, printable tenant and actor.
+import { checkAdmissionKey as checkKey } from '../file-store-keys.js';
 import type {
   AdmissionKey,
   ClaimKeyOptions,
@@ -77,12 +79,6 @@ async function lockTarget(q: Query, minionId: string): Promise<void> {
   // A concurrent first use inserts too: ours waits for it, then finds its row.
   await q(`INSERT INTO ${TARGETS} (minion_id) VALUES ($1) ON CONFLICT (minion_id) DO NOTHING`, [minionId]);
   if ((await q(lock, [minionId])).rowCount !== 1) throw new MasterRunnerError('internal', 'a target row vanished under its lock');
-}
-
-function checkKey(key: AdmissionKey): void {
-  if (!isSha256Hex(key.keyHash) || !isSha256Hex(key.fingerprint) || typeof key.tenant !== 'string' || typeof key.actor !== 'string') {
-    throw new MasterRunnerError('invalid_input', 'an idempotency key needs a SHA-256 key hash and fingerprint, a tenant and an actor');
-  }
 }
 
 async function createIn(q: Query, minionId: string, record: ProtocolRequestRecord, options: CreateOptions | undefined): Promise<CreateOutcome> {
@@ -247,7 +243,7 @@ class PostgresRecordStore implements RecordStore {
 
   async claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim> {
     checkKey(key);
-    if (!isRequestId(options.requestId)) throw new MasterRunnerError('invalid_input', 'a key is claimed for a canonical request id');
+    if (!isRequestId(options.requestId)) throw new MasterRunnerError('invalid_input', 'a key is claimed under a request id', { detail: 'invalid_request_id' });
     return pgCall('claiming an idempotency key', () => this.#db.transaction((q) => claimKey(q, key, options)));
   }
 

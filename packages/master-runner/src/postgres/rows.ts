@@ -35,8 +35,20 @@ function corrupt(requestId: string, what: string): MasterRunnerError {
   return new MasterRunnerError('store_corrupt', `stored record ${requestId} ${what}`, { requestId });
 }
 
+function decodeStored(row: RecordRow): RequestRecord {
+  try {
+    return decodeRecord(row.record, row.request_id);
+  } catch (error) {
+    // The codec's message names the record; the error names it too, for callers that match on it.
+    if (MasterRunnerError.isInstance(error) && error.code === 'store_corrupt') {
+      throw new MasterRunnerError('store_corrupt', error.message, { requestId: row.request_id });
+    }
+    throw error;
+  }
+}
+
 export function decodeRow(row: RecordRow): ProtocolRequestRecord {
-  const record = decodeRecord(row.record, row.request_id);
+  const record = decodeStored(row);
   if (record.protocol !== 1) throw corrupt(row.request_id, 'is not a protocol 1 record');
   if (record.minion_id !== row.minion_id || record.jid !== row.jid || record.state !== row.state || isBlocking(record) !== row.blocking) {
     throw corrupt(row.request_id, 'does not match the columns it is indexed by');
