@@ -57,7 +57,7 @@ describe('GET /metrics', () => {
   it('exposes admissions, publications, polls, unresolved requests, latencies and process metrics', async () => {
     world.standIn.returnEvents = false;
     const response = await world.call({ method: 'POST', url: '/v1/requests', token: TOKENS.acmeAll, key: 'metrics-key', payload: { minion_id: ACME_A, profile: 'configure' } });
-    expect(response.statusCode).toBe(202);
+    expect(response.statusCode, response.body).toBe(202);
     const record = response.json() as ProtocolRequestRecord;
     await waitFor(async () => (await world.store.get(record.request_id))?.state === 'succeeded', 10_000, 'polled to succeeded');
     await world.call({ method: 'POST', url: '/v1/requests', token: TOKENS.acmeAll, key: 'metrics-key', payload: { minion_id: ACME_A, profile: 'configure' } });

@@ -48,6 +48,8 @@ beforeEach(async () => {
     ODUFLOW_STORE_PASSWORD_FILE: passwordFile,
     ODUFLOW_TOKENS_FILE: writeTokensFile(dir, testTokensFile()),
     ODUFLOW_POLL_WALK_INTERVAL_MS: '200',
+    // Generous: the machine may be loaded, and no test here waits for a deadline to pass.
+    ODUFLOW_CALL_TIMEOUT_MS: '10000',
   };
 });
 afterEach(async () => {

@@ -72,7 +72,8 @@ export async function startServiceWorld(overrides: Partial<ServiceOptions> = {})
     username: standIn.username,
     passwordFile: writePasswordFile(dir, standIn.password),
     eauth: 'sharedsecret',
-    timeoutMs: 2_000,
+    // Generous: the machine may be loaded, and no test here waits for a deadline to pass.
+    timeoutMs: 10_000,
   });
   const logPath = join(dir, 'service.log');
   const logFd = openSync(logPath, 'w', 0o600);
@@ -82,7 +83,7 @@ export async function startServiceWorld(overrides: Partial<ServiceOptions> = {})
     store,
     salt,
     logger,
-    callTimeoutMs: 2_000,
+    callTimeoutMs: 10_000,
     tokens: () => tokens,
     host: '127.0.0.1',
     port: 0,
