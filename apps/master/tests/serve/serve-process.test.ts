@@ -28,9 +28,13 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oduflow-serve-proc-'));
   chmodSync(dir, 0o700);
   storeRoot = join(dir, 'store');
-  env = { ...cliEnv(dir, standIn), ODUFLOW_TOKENS_FILE: writeTokensFile(dir, testTokensFile()), ODUFLOW_POLL_WALK_INTERVAL_MS: '200',
+  env = {
+    ...cliEnv(dir, standIn),
+    ODUFLOW_TOKENS_FILE: writeTokensFile(dir, testTokensFile()),
+    ODUFLOW_POLL_WALK_INTERVAL_MS: '200',
     // Generous: the machine may be loaded, and no test here waits for a deadline to pass.
-    ODUFLOW_CALL_TIMEOUT_MS: '10000' };
+    ODUFLOW_CALL_TIMEOUT_MS: '10000',
+  };
 });
 afterEach(async () => {
   for (const p of running.splice(0)) {
