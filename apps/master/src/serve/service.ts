@@ -1,4 +1,4 @@
-import type { Logger, MasterDeps, RecordStore, SaltApiClient, CrashPoint } from '@oduflow/master-runner';
+import type { CrashPoint, Logger, MasterDeps, RecordStore, SaltApiClient } from '@oduflow/master-runner';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { ServiceContext } from './context.js';
@@ -52,14 +52,35 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** salt-api readiness, asked at most every `cacheMs`; concurrent probes share one login. */
-function saltReadiness(salt: SaltApiClient, timeoutMs: number, cacheMs: number): () => Promise<string> {
-  let last: { at: number; answer: Promise<string> } | undefined;
-  return () => {
-    if (last === undefined || Date.now() - last.at > cacheMs) {
-      last = { at: Date.now(), answer: salt.checkLogin(timeoutMs).then((r) => (r.ok ? 'ok' : r.reason)) };
+/**
+ * salt-api readiness, asked at most every `cacheMs`; concurrent probes share
+ * one login. A login waits behind a publication in flight (the client's
+ * gate), so a probe never waits longer than `answerWithinMs` for it: it then
+ * answers with the last result known ('checking' before the first).
+ */
+export function saltReadiness(check: () => Promise<string>, cacheMs: number, answerWithinMs = 2_000): () => Promise<string> {
+  let last: { readonly at: number; readonly answer: string } | undefined;
+  let pending: Promise<string> | undefined;
+  return async () => {
+    if (pending === undefined && (last === undefined || Date.now() - last.at > cacheMs)) {
+      const started = check().then(
+        (answer) => answer,
+        () => 'failed',
+      );
+      pending = started;
+      void started.then((answer) => {
+        last = { at: Date.now(), answer };
+        pending = undefined;
+      });
     }
-    return last.answer;
+    if (pending === undefined) return (last as { answer: string }).answer;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), answerWithinMs)));
+    try {
+      return (await Promise.race([pending, late])) ?? last?.answer ?? 'checking';
+    } finally {
+      clearTimeout(timer);
+    }
   };
 }
 
@@ -89,7 +110,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     tokens: options.tokens,
     metrics,
     onAdmitted: () => loops.relay.wake(),
-    saltReadiness: saltReadiness(options.salt, Math.min(options.callTimeoutMs, 5_000), options.saltReadinessCacheMs ?? 5_000),
+    saltReadiness: saltReadiness(
+      () => options.salt.checkLogin(Math.min(options.callTimeoutMs, 5_000)).then((r) => (r.ok ? 'ok' : r.reason)),
+      options.saltReadinessCacheMs ?? 5_000,
+    ),
     unboundLegacy: options.unboundLegacy,
     draining: () => draining,
   };

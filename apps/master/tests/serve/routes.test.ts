@@ -324,6 +324,16 @@ describe('POST /v1/requests/{id}/reconcile', () => {
   });
 });
 
+describe('readiness', () => {
+  it('is 503 when salt-api refuses the login, naming why, while the process stays live', async () => {
+    world.standIn.loginReply = () => ({ status: 401, body: '{"status":401}' });
+    const refused = await world.call({ method: 'GET', url: '/readyz' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json()).toEqual({ ready: false, store: 'ok', salt_api: 'auth_failed', draining: false });
+    expect((await world.call({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+  });
+});
+
 describe('problems', () => {
   it('answers an unknown route with a 404 problem', async () => {
     expectProblem(await world.call({ method: 'GET', url: '/v2/nothing' }), 404, 'not_found');

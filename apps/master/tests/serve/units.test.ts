@@ -9,6 +9,7 @@ import { EXIT } from '../../src/exit-codes.js';
 import { decodeCursor, encodeCursor } from '../../src/serve/cursor.js';
 import { parseIdempotencyKey } from '../../src/serve/idempotency-key.js';
 import { serveConfig } from '../../src/serve/serve-config.js';
+import { saltReadiness } from '../../src/serve/service.js';
 import { loadTokensFile, tokenDigest, tokenRegistry } from '../../src/serve/tokens.js';
 import { ACME_A, ACME_B, GLOBEX_A, TOKENS, testTokensFile } from './support/service-world.js';
 
@@ -229,5 +230,32 @@ describe('oduflow-master token new', () => {
     const migrateStore = await run(['migrate-store', '--store', 'postgres://oduflow@127.0.0.1:1/oduflow', '--json']);
     expect(migrateStore.code).toBe(EXIT.refused);
     expect(migrateStore.stdout).toContain('migrate-store is for a file store');
+  });
+});
+
+describe('salt-api readiness', () => {
+  it('answers within its bound while a login waits, then with the login result, asking again only after the cache time', async () => {
+    let calls = 0;
+    let finish: (answer: string) => void = () => undefined;
+    const readiness = saltReadiness(
+      () => {
+        calls += 1;
+        return new Promise<string>((resolve) => (finish = resolve));
+      },
+      60_000,
+      20,
+    );
+    expect(await readiness()).toBe('checking');
+    expect(await readiness()).toBe('checking');
+    expect(calls).toBe(1);
+    finish('auth_failed');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await readiness()).toBe('auth_failed');
+    expect(calls).toBe(1);
+  });
+
+  it('calls a check that throws failed', async () => {
+    const readiness = saltReadiness(() => Promise.reject(new Error('boom')), 0, 1_000);
+    expect(await readiness()).toBe('failed');
   });
 });
