@@ -150,3 +150,20 @@ describe('Idempotency-Key', () => {
     expect(await world.store.list()).toHaveLength(1);
   });
 });
+
+describe('key retention', () => {
+  it('forgets a key after its retention, never its request: the same key then starts a new request', async () => {
+    await world.close();
+    world = await startServiceWorld({ keyRetentionMs: 300 });
+    const first = await post('expiring-key');
+    const firstId = (first.json() as ProtocolRequestRecord).request_id;
+    await settled(firstId);
+    const expired = async (): Promise<boolean> => /oduflow_idempotency_keys_expired_total [1-9]/.test(await world.service.metrics.registry.metrics());
+    await waitFor(expired, 10_000, 'the key expired');
+    const again = await post('expiring-key');
+    expect(again.statusCode).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expect((again.json() as ProtocolRequestRecord).request_id).not.toBe(firstId);
+    expect(await world.store.get(firstId)).toMatchObject({ state: 'succeeded' });
+  });
+});
