@@ -1,5 +1,6 @@
 import { MasterRunnerError } from '@oduflow/master-runner';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { keyProblemDetail } from './idempotency-key.js';
 import { ProblemError } from './problems.js';
 
 /*
@@ -64,7 +65,11 @@ export function toProblem(error: unknown): ProblemError {
   if (MasterRunnerError.isInstance(error)) return fromRunner(error);
   if (typeof error !== 'object' || error === null) return new ProblemError('internal', 'unexpected error');
   const e = error as FastifyLikeError;
-  if (hasZodFastifySchemaValidationErrors(error)) return new ProblemError('invalid_request', validationDetail(e));
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    // The only header a route declares is Idempotency-Key.
+    if (e.validationContext === 'headers') return new ProblemError('invalid_idempotency_key', keyProblemDetail('missing'), { reason: 'missing' });
+    return new ProblemError('invalid_request', validationDetail(e));
+  }
   if (error instanceof Error && 'method' in error && isResponseSerializationError(error as never)) {
     return new ProblemError('internal', 'the service could not complete the request; its log has the cause');
   }

@@ -88,10 +88,8 @@ export function registerRequestRoutes(app: FastifyInstance, ctx: ServiceContext)
         tags: ['requests'],
         security,
         headers: z.object({
-          'idempotency-key': z
-            .string()
-            .optional()
-            .describe('required: an sf-string ("…") or a token of visible ASCII, 1-255 characters'),
+          // Only its presence is checked here (a missing key is a headers validation error, mapped to invalid_idempotency_key); the handler parses it.
+          'idempotency-key': z.string().describe('an sf-string ("…") or a token of visible ASCII, 1-255 characters after unquoting'),
         }),
         body: CreateRequestBodySchema,
         response: {

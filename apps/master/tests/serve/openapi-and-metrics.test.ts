@@ -27,7 +27,10 @@ describe('GET /openapi.json', () => {
 
   it('documents every route, its security, the record schema and the problem answers', async () => {
     const document = (await world.call({ method: 'GET', url: '/openapi.json' })).json() as {
-      paths: Record<string, Record<string, { security?: unknown; responses: Record<string, { content?: Record<string, unknown> }>; requestBody?: unknown }>>;
+      paths: Record<
+        string,
+        Record<string, { security?: unknown; parameters?: { in: string; name: string; required?: boolean }[]; responses: Record<string, { content?: Record<string, unknown> }>; requestBody?: unknown }>
+      >;
       components: { schemas: Record<string, { properties?: Record<string, unknown> }>; securitySchemes: Record<string, unknown> };
     };
     expect(Object.keys(document.paths).sort()).toEqual(
@@ -36,6 +39,7 @@ describe('GET /openapi.json', () => {
     const create = document.paths['/v1/requests']?.['post'];
     expect(create?.security).toEqual([{ bearer: [] }]);
     expect(create?.requestBody).toBeDefined();
+    expect(create?.parameters).toEqual([expect.objectContaining({ in: 'header', name: 'idempotency-key', required: true })]);
     expect(Object.keys(create?.responses ?? {}).sort()).toEqual(['202', '400', '401', '403', '409', '413', '415', '422', '500', '503']);
     expect(Object.keys(create?.responses['422']?.content ?? {})).toEqual(['application/problem+json']);
     expect(document.components.securitySchemes['bearer']).toMatchObject({ type: 'http', scheme: 'bearer' });
