@@ -184,6 +184,8 @@ export async function relayOnce(deps: MasterDeps, options: Omit<RelayOptions, 's
   for (;;) {
     const claimed = await d.store.claimOutbox({ limit: settings.concurrency, now: d.now(), leaseMs: settings.leaseMs });
     const fresh = claimed.filter((entry) => !seen.has(entry.requestId));
+    // Handled once already in this pass (due again at once): hand its claim back instead of holding it for a lease.
+    for (const entry of claimed) if (seen.has(entry.requestId)) await d.store.deferOutbox(entry.requestId, d.now());
     if (fresh.length === 0) return results;
     for (const entry of fresh) seen.add(entry.requestId);
     for (const result of await Promise.all(fresh.map((entry) => relayReported(d, settings, entry)))) {
@@ -215,10 +217,14 @@ export function startOutboxRelay(deps: MasterDeps, options: RelayOptions): Outbo
   const pause = (ms: number | undefined, onSlot: boolean): Promise<void> => {
     if (signal.aborted || woken) return Promise.resolve();
     return new Promise((resolve) => {
+      let settled = false;
       const finish = (): void => {
+        // Called by whichever comes first; a late call must not unhook a later pause.
+        if (settled) return;
+        settled = true;
         if (timer !== undefined) clearTimeout(timer);
         signal.removeEventListener('abort', finish);
-        wakeWaiter = undefined;
+        if (wakeWaiter === finish) wakeWaiter = undefined;
         resolve();
       };
       const timer = ms === undefined ? undefined : setTimeout(finish, ms);

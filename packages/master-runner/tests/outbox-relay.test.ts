@@ -96,6 +96,15 @@ describe('relayOnce', () => {
     expect((await relayOnce(deps))[0]).toMatchObject({ requestId: record.request_id, outcome: 'published' });
   });
 
+  it('handles an entry at most once per pass and hands back the claim of one that came due again meanwhile', async () => {
+    const record = await admitOne();
+    const unreachable = { ...deps, salt: createSaltApiClient({ url: await refusedUrl(), username: 'oduflow', passwordFile: world.passwordFile, eauth: 'sharedsecret' }) };
+    // A 1 ms backoff on a clock that steps 1 ms per reading: due again within the same pass.
+    expect((await relayOnce(unreachable, { notSentBackoffMs: 1 })).map((r) => r.outcome)).toEqual(['not_sent']);
+    // Not held for a lease: the next pass takes it at once.
+    expect(await relayOnce(deps)).toMatchObject([{ requestId: record.request_id, outcome: 'published', record: { jid: record.jid } }]);
+  });
+
   it('never publishes a request reconciled while it waited in the outbox, and drops its entry', async () => {
     const record = await admitOne();
     await reconcile(deps, record.request_id, { reason: 'not wanted any more', actor: 'ops' });
