@@ -448,6 +448,21 @@ describe('PostgreSQL store: a unit and its connection', () => {
     expect((await store.get(requestId(9)))?.state).toBe('reconciled');
   });
 
+  it('runs a unit nested in another on the same connection, and the outer unit stays usable from inside it', async () => {
+    const { url } = await freshDatabase();
+    const store = await open({ connectionString: url, poolSize: 1, lockTimeoutMs: 5_000 });
+    const seen = await store.withTarget(MINION, async (outer) => {
+      await outer.create(record(1));
+      return store.withTarget(minion(2), async (inner) => {
+        await inner.create(record(2, minion(2)));
+        const [outerBlockers, innerBlockers] = [await outer.blockers(), await inner.blockers()];
+        return [outerBlockers.map((r) => r.request_id), innerBlockers.map((r) => r.request_id)];
+      });
+    });
+    expect(seen).toEqual([[requestId(1)], [requestId(2)]]);
+    expect((await store.list()).map((r) => r.request_id)).toEqual([requestId(1), requestId(2)]);
+  });
+
   it('undoes everything a unit wrote, nested calls included, when its work throws', async () => {
     const { url } = await freshDatabase();
     const store = await open({ connectionString: url });
