@@ -230,16 +230,16 @@ describe('PostgreSQL store: outbox claims', () => {
   it('never hands one entry to two relays claiming at once from two pools', async () => {
     const { a, b } = await twoMasters();
     await admitted(a, 200);
-    const relay = async (store: RecordStore): Promise<string[]> => {
-      const mine: string[] = [];
-      for (;;) {
-        const batch = await store.claimOutbox({ limit: 3, now: T0, leaseMs: 60_000 });
-        if (batch.length === 0) return mine;
-        mine.push(...batch.map((entry) => entry.requestId));
-      }
-    };
-    // Two relays per master, all at once.
-    const claimed = await Promise.all([relay(a), relay(b), relay(a), relay(b)]);
+    // Four relays, two per master, claiming in rounds: in each round all four statements run at
+    // once over the same due rows (a relay that waited for the others would prove nothing).
+    const relays = [a, b, a, b];
+    const claimed: string[][] = relays.map(() => []);
+    for (let round = 0; ; round += 1) {
+      expect(round).toBeLessThan(100);
+      const batches = await Promise.all(relays.map((store) => store.claimOutbox({ limit: 3, now: T0, leaseMs: 60_000 })));
+      batches.forEach((batch, i) => claimed[i]?.push(...batch.map((entry) => entry.requestId)));
+      if (batches.every((batch) => batch.length === 0)) break;
+    }
     const all = claimed.flat();
     expect(new Set(all).size).toBe(all.length);
     expect(all.sort()).toEqual(Array.from({ length: 200 }, (_, i) => requestId(i + 1)).sort());
@@ -446,6 +446,21 @@ describe('PostgreSQL store: a unit and its connection', () => {
     });
     expect(seen).toEqual({ created: true, got: requestId(1), listed: [requestId(1), requestId(9)], state: 'reconciled' });
     expect((await store.get(requestId(9)))?.state).toBe('reconciled');
+  });
+
+  it('runs a unit nested in another on the same connection, and the outer unit stays usable from inside it', async () => {
+    const { url } = await freshDatabase();
+    const store = await open({ connectionString: url, poolSize: 1, lockTimeoutMs: 5_000 });
+    const seen = await store.withTarget(MINION, async (outer) => {
+      await outer.create(record(1));
+      return store.withTarget(minion(2), async (inner) => {
+        await inner.create(record(2, minion(2)));
+        const [outerBlockers, innerBlockers] = [await outer.blockers(), await inner.blockers()];
+        return [outerBlockers.map((r) => r.request_id), innerBlockers.map((r) => r.request_id)];
+      });
+    });
+    expect(seen).toEqual([[requestId(1)], [requestId(2)]]);
+    expect((await store.list()).map((r) => r.request_id)).toEqual([requestId(1), requestId(2)]);
   });
 
   it('undoes everything a unit wrote, nested calls included, when its work throws', async () => {

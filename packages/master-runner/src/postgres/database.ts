@@ -61,8 +61,8 @@ export class Database {
   }
 
   /**
-   * A transaction that first runs `lock`, then `work` as a unit (see above).
-   * `work` may be handed the unit's own calls through `bind`.
+   * A transaction that first runs `lock`, then `work` as a unit (see above);
+   * `scope` runs calls on the unit (the TargetUnit's blockers and create).
    */
   async unit<T>(lock: (q: Query) => Promise<void>, work: (scope: UnitScope) => Promise<T>): Promise<T> {
     const run = async (client: PoolClient): Promise<T> => {
@@ -86,9 +86,21 @@ export class Database {
   }
 
   #scope(unit: Unit): UnitScope {
+    // Called from inside a unit nested in this one, the call joins the nested unit's queue
+    // (same connection, same transaction): this one's queue waits for the nested unit to end.
+    const on = (): Unit => {
+      const inner = this.#current();
+      return inner !== undefined && inner.client === unit.client ? inner : unit;
+    };
     return {
-      read: (fn) => this.#queued(unit, () => fn(queryOn(unit.client))),
-      transaction: (fn) => this.#queued(unit, () => this.#savepoint(unit.client, () => fn(queryOn(unit.client)))),
+      read: (fn) => {
+        const target = on();
+        return this.#queued(target, () => fn(queryOn(target.client)));
+      },
+      transaction: (fn) => {
+        const target = on();
+        return this.#queued(target, () => this.#savepoint(target.client, () => fn(queryOn(target.client))));
+      },
     };
   }
 

@@ -1,3 +1,4 @@
+import { BLOCKING_STATES } from '@oduflow/protocol';
 import { MasterRunnerError } from '../errors.js';
 import type { ListPage, RecordFilter } from '../record-store.js';
 
@@ -7,6 +8,8 @@ import type { ListPage, RecordFilter } from '../record-store.js';
  * Records come back in request-id order (byte order: the column is
  * COLLATE "C"), so `after` pages by keyset on the primary key.
  */
+
+const BLOCKING: ReadonlySet<string> = new Set(BLOCKING_STATES);
 
 export interface Where {
   readonly sql: string;
@@ -22,8 +25,12 @@ export function whereOf(filter: RecordFilter, after?: string): Where {
   };
   if (filter.minionId !== undefined) conditions.push(`minion_id = ${param(filter.minionId)}`);
   if (filter.minionIds !== undefined) conditions.push(`minion_id = ANY(${param([...filter.minionIds])}::text[])`);
-  if (filter.unresolved === true) conditions.push('blocking');
-  if (filter.states !== undefined) conditions.push(`state = ANY(${param([...filter.states])}::text[])`);
+  const states = filter.states;
+  // Only blocking states asked for: say so, so the planner can walk the unresolved index
+  // (the answer is the same: the store writes `blocking` from the state).
+  const onlyBlocking = filter.unresolved === true || (states !== undefined && states.every((state) => BLOCKING.has(state)));
+  if (onlyBlocking) conditions.push('blocking');
+  if (states !== undefined) conditions.push(`state = ANY(${param([...states])}::text[])`);
   if (after !== undefined) conditions.push(`request_id > ${param(after)}`);
   return { sql: conditions.length === 0 ? '' : `WHERE ${conditions.join(' AND ')}`, params };
 }

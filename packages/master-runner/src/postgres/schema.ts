@@ -75,6 +75,8 @@ CREATE TABLE ${SCHEMA}.requests (
   )
 );
 CREATE UNIQUE INDEX requests_one_blocking_per_target ON ${SCHEMA}.requests (minion_id) WHERE blocking;
+-- The unresolved records in request-id order: keyset pages of the poller's walk read only them.
+CREATE INDEX requests_unresolved ON ${SCHEMA}.requests (request_id) WHERE blocking;
 CREATE INDEX requests_by_target ON ${SCHEMA}.requests (minion_id, request_id);
 CREATE INDEX requests_by_state ON ${SCHEMA}.requests (state, request_id);
 
