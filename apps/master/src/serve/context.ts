@@ -10,8 +10,6 @@ export interface ServiceContext {
   /** The tokens file as last loaded. */
   tokens(): TokenRegistry;
   readonly metrics: ServiceMetrics;
-  /** How long an Idempotency-Key claim lives without being bound (default: admit's). */
-  readonly keyLeaseMs?: number;
   /** An admission stored a request in the outbox: the relay should look now. */
   onAdmitted(record: RequestRecord): void;
   /** salt-api accepts a login: 'ok', or why not. */

@@ -128,10 +128,7 @@ export function registerRequestRoutes(app: FastifyInstance, ctx: ServiceContext)
         result = await admit(
           ctx.deps,
           { minionId: body.minion_id, profile: body.profile, ...(data === undefined ? {} : { stateDataJson: data }) },
-          {
-            scope: { tenant: principal.tenant, actor: principal.actor, action: ADMISSION_ACTION, key: key.key },
-            ...(ctx.keyLeaseMs === undefined ? {} : { leaseMs: ctx.keyLeaseMs }),
-          },
+          { scope: { tenant: principal.tenant, actor: principal.actor, action: ADMISSION_ACTION, key: key.key } },
         );
       } catch (error) {
         const outcome = MasterRunnerError.isInstance(error) ? error.code : 'error';
