@@ -61,11 +61,16 @@ export interface ServiceWorld {
   close(): Promise<void>;
 }
 
-export async function startServiceWorld(overrides: Partial<ServiceOptions> = {}): Promise<ServiceWorld> {
+/** Opens the world's store: by default a file store under `storeRoot`. */
+export type StoreOpener = (storeRoot: string) => Promise<RecordStore>;
+
+const fileStore: StoreOpener = (storeRoot) => createFileRecordStore({ root: storeRoot, lockWaitMs: 10_000 });
+
+export async function startServiceWorld(overrides: Partial<ServiceOptions> = {}, openStore: StoreOpener = fileStore): Promise<ServiceWorld> {
   const dir = mkdtempSync(join(tmpdir(), 'oduflow-serve-'));
   chmodSync(dir, 0o700);
   const storeRoot = join(dir, 'store');
-  const store = await createFileRecordStore({ root: storeRoot, lockWaitMs: 10_000 });
+  const store = await openStore(storeRoot);
   const standIn = await startSaltApiStandIn();
   const salt = createSaltApiClient({
     url: standIn.url,
