@@ -8,6 +8,7 @@ import { startSaltApiStandIn, type SaltApiStandIn } from '../../../../packages/m
 import { EXIT } from '../../src/exit-codes.js';
 import { assertBuilt, cliEnv, runCli } from '../support/cli.js';
 import { spawnServe, writeTokensFile, type ServeProcess } from './support/serve-process.js';
+import { tokenDigest } from '../../src/serve/tokens.js';
 import { ACME_A, TOKENS, testTokensFile, waitFor } from './support/service-world.js';
 
 /*
@@ -182,6 +183,26 @@ describe('oduflow-master serve', () => {
     expect(standIn.publications).toEqual([]);
     accepted.child.kill('SIGTERM');
     expect((await accepted.exited).code).toBe(EXIT.ok);
+  });
+
+  it('re-reads the tokens file on SIGHUP, and keeps the previous one when the new one does not load', async () => {
+    const p = serve();
+    const address = await p.address;
+    const fresh = 'odf_added-by-reload-0000000000000000000000000000';
+    const asFresh = () => fetch(`${address}/v1/requests`, { headers: { authorization: `Bearer ${fresh}` } });
+    expect((await asFresh()).status).toBe(401);
+    const file = testTokensFile() as { tenants: unknown; tokens: unknown[] };
+    writeTokensFile(dir, { ...file, tokens: [...file.tokens, { id: 'added', sha256: tokenDigest(fresh), tenant: 'acme', actor: 'added', scopes: ['read'] }] });
+    p.child.kill('SIGHUP');
+    await p.logged('tokens file reloaded');
+    expect((await asFresh()).status).toBe(200);
+
+    writeTokensFile(dir, { tenants: {}, tokens: 'not a list' });
+    p.child.kill('SIGHUP');
+    await p.logged('tokens file not reloaded; the previous one stays');
+    expect((await asFresh()).status).toBe(200);
+    p.child.kill('SIGTERM');
+    expect((await p.exited).code).toBe(EXIT.ok);
   });
 
   it('refuses to start without a tokens file, or with one others can read, before it opens the store', async () => {
