@@ -118,26 +118,28 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     draining: () => draining,
   };
 
-  let app: FastifyInstance;
+  let app: FastifyInstance | undefined;
   let address: string;
   try {
     app = await buildApp(ctx);
     address = await app.listen({ host: options.host, port: options.port });
   } catch (error) {
+    await app?.close();
     controller.abort();
     await loops.done.catch(() => undefined);
     throw error;
   }
+  const listening = app;
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       draining = true;
-      await app.close();
+      await listening.close();
       controller.abort();
       await loops.done.catch(() => undefined); // a failed loop was logged when it failed
     })();
     return stopping;
   };
-  return { address, app, metrics, loops, stop };
+  return { address, app: listening, metrics, loops, stop };
 }

@@ -185,6 +185,17 @@ describe('oduflow-master serve', () => {
     expect((await accepted.exited).code).toBe(EXIT.ok);
   });
 
+  it('exits 2 naming the address when its port is taken', async () => {
+    const first = serve();
+    const port = new URL(await first.address).port;
+    const other = spawnServe({ ...env, ODUFLOW_STORE: join(dir, 'other-store') }, ['--port', port]);
+    running.push(other);
+    expect((await other.exited).code).toBe(EXIT.refused);
+    expect(other.stderr()).toContain(`cannot listen on 127.0.0.1:${port} (EADDRINUSE)`);
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(EXIT.ok);
+  });
+
   it('re-reads the tokens file on SIGHUP, and keeps the previous one when the new one does not load', async () => {
     const p = serve();
     const address = await p.address;
