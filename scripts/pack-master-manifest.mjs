@@ -6,7 +6,7 @@
  * looks up an @oduflow package in a registry (where someone else could
  * publish one). Usage: node scripts/pack-master-manifest.mjs <dir> <version>
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const [dir, version] = process.argv.slice(2);
@@ -34,7 +34,12 @@ for (const [name, file] of Object.entries(PACKAGES)) {
   }
   dependencies[name] = `file:packages/${tarball}`;
 }
-const overrides = Object.fromEntries(Object.keys(PACKAGES).filter((n) => n !== 'oduflow-master').map((n) => [n, `$${n}`]));
+// The repository's own third-party overrides too (e.g. a version held back for Node 20), so the host installs what was tested.
+const rootManifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+const overrides = {
+  ...(rootManifest.overrides ?? {}),
+  ...Object.fromEntries(Object.keys(PACKAGES).filter((n) => n !== 'oduflow-master').map((n) => [n, `$${n}`])),
+};
 
 const manifest = {
   name: 'oduflow-master-install',

@@ -8,6 +8,8 @@ import { DEFAULT_FILE_STORE_ROOT, MasterRunnerError } from '@oduflow/master-runn
 
 export interface CommonFlags {
   readonly store?: string;
+  readonly storePasswordFile?: string;
+  readonly storePoolSize?: string;
   readonly saltApiUrl?: string;
   readonly saltApiUser?: string;
   readonly saltApiPasswordFile?: string;
@@ -17,9 +19,16 @@ export interface CommonFlags {
   readonly json?: boolean;
 }
 
-export interface StoreConfig {
-  readonly store: string;
-}
+/** A directory (the embedded file store) or a PostgreSQL URL. */
+export type StoreConfig =
+  | { readonly kind: 'file'; readonly store: string }
+  | {
+      readonly kind: 'postgres';
+      readonly connectionString: string;
+      /** A private (0600) file holding the database password (better than one in the URL). */
+      readonly passwordFile?: string;
+      readonly poolSize?: number;
+    };
 
 export interface SaltConfig {
   readonly url: string;
@@ -36,12 +45,36 @@ function pick(flag: string | undefined, env: Env, name: string): string | undefi
   return value === undefined || value === '' ? undefined : value;
 }
 
+export function isPostgresUrl(store: string): boolean {
+  return store.startsWith('postgres://') || store.startsWith('postgresql://');
+}
+
 export function storeConfig(flags: CommonFlags, env: Env): StoreConfig {
   const store = pick(flags.store, env, 'ODUFLOW_STORE') ?? DEFAULT_FILE_STORE_ROOT;
-  if (store.startsWith('postgres://') || store.startsWith('postgresql://')) {
-    throw new MasterRunnerError('config_invalid', 'PostgreSQL stores are not available in this release; use a directory');
+  const passwordFile = pick(flags.storePasswordFile, env, 'ODUFLOW_STORE_PASSWORD_FILE');
+  const poolSize = pick(flags.storePoolSize, env, 'ODUFLOW_STORE_POOL_SIZE');
+  if (!isPostgresUrl(store)) {
+    if (passwordFile !== undefined || poolSize !== undefined) {
+      throw new MasterRunnerError('config_invalid', 'a store password file and pool size apply only to a postgres:// store');
+    }
+    return { kind: 'file', store };
   }
-  return { store };
+  const pool = poolSize === undefined ? undefined : Number(poolSize);
+  if (pool !== undefined && (!/^[0-9]+$/.test(poolSize ?? '') || !Number.isSafeInteger(pool) || pool < 1 || pool > 1000)) {
+    throw new MasterRunnerError('config_invalid', 'the store pool size must be a whole number from 1 to 1000');
+  }
+  return {
+    kind: 'postgres',
+    connectionString: store,
+    ...(passwordFile === undefined ? {} : { passwordFile }),
+    ...(pool === undefined ? {} : { poolSize: pool }),
+  };
+}
+
+/** The file store's directory, for the commands that only apply to one. */
+export function fileStoreRoot(config: StoreConfig, command: string, instead: string): string {
+  if (config.kind === 'file') return config.store;
+  throw new MasterRunnerError('config_invalid', `${command} is for a file store; for PostgreSQL use ${instead}`);
 }
 
 function required(value: string | undefined, flag: string, name: string): string {

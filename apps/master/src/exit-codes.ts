@@ -7,8 +7,10 @@ import type { MasterRunnerErrorCode } from '@oduflow/master-runner';
  *   2  refused or blocked: bad input, a blocked target, insecure credentials
  *   3  unknown or unresolved: the request may have run (poll it or reconcile
  *      it), or nothing could be decided yet (a minion that did not answer)
+ *   4  busy: `serve` found another serve running on the same file store
+ *      (or migrate-store running on it); a supervisor should not restart it
  */
-export const EXIT = Object.freeze({ ok: 0, internal: 1, refused: 2, unresolved: 3 });
+export const EXIT = Object.freeze({ ok: 0, internal: 1, refused: 2, unresolved: 3, busy: 4 });
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', ExitCode>> = Object.freeze({
@@ -31,3 +33,4 @@ export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', Ex
   minion_unreachable: EXIT.unresolved,
   no_target: EXIT.refused,
 });
+

@@ -1,6 +1,6 @@
 import { migrateFileRecordStore } from '@oduflow/master-runner';
 import type { CommandResult } from './commands.js';
-import { storeConfig } from './config.js';
+import { fileStoreRoot, storeConfig } from './config.js';
 import { EXIT } from './exit-codes.js';
 import type { Wiring } from './wiring.js';
 
@@ -12,7 +12,7 @@ import type { Wiring } from './wiring.js';
  * holds the store lock while it runs.
  */
 export async function migrateStoreCommand(w: Wiring): Promise<CommandResult> {
-  const report = await migrateFileRecordStore({ root: storeConfig(w.flags, w.env).store });
+  const report = await migrateFileRecordStore({ root: fileStoreRoot(storeConfig(w.flags, w.env), 'migrate-store', 'oduflow-master migrate') });
   const { location, ...counts } = report;
   w.logger.info(counts, 'record store migrated');
   return {

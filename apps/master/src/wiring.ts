@@ -37,9 +37,16 @@ export interface Wiring {
   readonly seams: Seams;
 }
 
-async function openStore(w: Wiring, options: { readonly create?: boolean } = {}): Promise<RecordStore> {
+export async function openStore(w: Wiring, options: { readonly create?: boolean } = {}): Promise<RecordStore> {
+  const config = storeConfig(w.flags, w.env);
+  if (config.kind === 'postgres') {
+    // Loaded only for a PostgreSQL store, so a file-store master never loads pg.
+    const { createPostgresRecordStore } = await import('@oduflow/master-runner/postgres');
+    const { kind: _kind, ...options } = config;
+    return createPostgresRecordStore(options);
+  }
   return createFileRecordStore({
-    root: storeConfig(w.flags, w.env).store,
+    root: config.store,
     create: options.create ?? true,
     // Explicit, whatever the store's own default: the shipped CLI never arms it.
     crashAt: w.seams.storeCrashAt ?? noCrash,
@@ -75,7 +82,7 @@ export async function withExistingStore<T>(w: Wiring, work: (store: RecordStore)
   }
 }
 
-function saltClient(config: SaltConfig): SaltApiClient {
+export function saltClient(config: SaltConfig): SaltApiClient {
   return createSaltApiClient({ url: config.url, username: config.username, passwordFile: config.passwordFile, eauth: config.eauth });
 }
 

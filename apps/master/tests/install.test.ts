@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSaltApiStandIn, type SaltApiStandIn } from '../../../packages/master-runner/tests/support/salt-api-standin.js';
 import { EXIT } from '../src/exit-codes.js';
 import { assertBuilt, cliEnv, jsonOf, type CliRun } from './support/cli.js';
+import { spawnServe, writeTokensFile } from './serve/support/serve-process.js';
+import { testTokensFile } from './serve/support/service-world.js';
 
 /*
  * How an operator installs the CLI on a master host (apps/master/README.md,
@@ -85,6 +87,19 @@ describe('the pack:master artefact', () => {
     expect(standIn.publicationsOf(REQUEST)).toBe(1);
     expect(jsonOf(await runInstalled(['list', '--unresolved', '--json'], env))).toMatchObject({ records: [{ request_id: REQUEST, state: 'published' }] });
     expect(jsonOf(await runInstalled(['migrate-store', '--json'], env))).toMatchObject({ outcome: 'rechecked', records: 1, unresolved: 1 });
+
+    // The service from the same install: it serves, and drains on SIGTERM.
+    const serving = spawnServe({ ...hostEnv(), ...env, ODUFLOW_TOKENS_FILE: writeTokensFile(scratch, testTokensFile()) }, [], bin);
+    const address = await serving.address;
+    expect(await (await fetch(`${address}/readyz`)).json()).toMatchObject({ ready: true });
+    serving.child.kill('SIGTERM');
+    expect((await serving.exited).code).toBe(EXIT.ok);
+  });
+
+  it('holds back what the repository holds back for Node 20 (light-my-request 6.6, cookie 1)', () => {
+    const version = (name: string): string => (JSON.parse(readFileSync(join(prefix, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    expect(version('light-my-request')).toBe('6.6.0');
+    expect(version('cookie')).toMatch(/^1\./);
   });
 });
 

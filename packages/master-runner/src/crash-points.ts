@@ -20,11 +20,13 @@
  *   S4  update: record written, the unresolved entry of a record that stopped blocking not yet removed
  *   S5  migrate-store: one more record indexed (reached once per record), format marker not yet written
  *   S6  migrate-store: indexes complete and stale entries removed, format marker not yet written
+ *   S7  create with an outbox entry: entry written (outbox/<id>.json), record not yet
+ *   S8  create with an Idempotency-Key: record written, key not yet marked bound (keys/<hash>.json still `claimed`)
  */
 export const CRASH_POINTS = ['P1', 'P2', 'P3', 'P4'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
-export const STORE_CRASH_POINTS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6'] as const;
+export const STORE_CRASH_POINTS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8'] as const;
 export type StoreCrashPoint = (typeof STORE_CRASH_POINTS)[number];
 
 /** The seam's default everywhere: nothing happens at any boundary. */

@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import { MasterRunnerError } from './errors.js';
 
 /*
- * The salt-api password lives in a file that only the runner's user can read:
+ * A password (salt-api's, PostgreSQL's) lives in a file that only the runner's user can read:
  * a regular file (not a symlink), owned by the effective user, mode 0600 or
  * stricter, one link. It is opened with O_NOFOLLOW and checked again through
  * the open descriptor, so a swap between the check and the read is caught.
@@ -12,40 +12,39 @@ import { MasterRunnerError } from './errors.js';
 
 const MAX_PASSWORD_BYTES = 4096;
 
-function insecure(path: string, rule: string): MasterRunnerError {
-  return new MasterRunnerError('credentials_insecure', `salt-api password file ${path} ${rule}`);
-}
-
-function unreadable(path: string, why: string, cause?: unknown): MasterRunnerError {
-  return new MasterRunnerError('credentials_unreadable', `salt-api password file ${path} ${why}`, { cause });
-}
-
-export function readPrivatePasswordFile(path: string): string {
-  if (!isAbsolute(path)) throw new MasterRunnerError('config_invalid', 'the salt-api password file must be an absolute path');
+/**
+ * Reads the password in `path` after checking the file is private. `what`
+ * names the file in errors (default "salt-api password file").
+ */
+export function readPrivatePasswordFile(path: string, what = 'salt-api password file'): string {
+  const insecure = (rule: string): MasterRunnerError => new MasterRunnerError('credentials_insecure', `${what} ${path} ${rule}`);
+  const unreadable = (why: string, cause?: unknown): MasterRunnerError =>
+    new MasterRunnerError('credentials_unreadable', `${what} ${path} ${why}`, { cause });
+  if (!isAbsolute(path)) throw new MasterRunnerError('config_invalid', `the ${what} must be an absolute path`);
   let link;
   try {
     link = lstatSync(path);
   } catch (error) {
-    throw unreadable(path, 'cannot be read', error);
+    throw unreadable('cannot be read', error);
   }
-  if (link.isSymbolicLink()) throw insecure(path, 'is a symlink');
+  if (link.isSymbolicLink()) throw insecure('is a symlink');
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (error) {
-    throw unreadable(path, 'cannot be opened', error);
+    throw unreadable('cannot be opened', error);
   }
   try {
     const st = fstatSync(fd);
-    if (st.ino !== link.ino || st.dev !== link.dev) throw insecure(path, 'changed while it was opened');
-    if (!st.isFile()) throw insecure(path, 'is not a regular file');
-    if (st.nlink !== 1) throw insecure(path, 'has more than one link');
-    if (st.uid !== process.geteuid?.()) throw insecure(path, 'is not owned by the user running the master');
-    if ((st.mode & 0o077) !== 0) throw insecure(path, `has mode ${(st.mode & 0o777).toString(8)}; it must be 0600 or stricter`);
-    if (st.size > MAX_PASSWORD_BYTES) throw unreadable(path, 'is too large to be a password');
+    if (st.ino !== link.ino || st.dev !== link.dev) throw insecure('changed while it was opened');
+    if (!st.isFile()) throw insecure('is not a regular file');
+    if (st.nlink !== 1) throw insecure('has more than one link');
+    if (st.uid !== process.geteuid?.()) throw insecure('is not owned by the user running the master');
+    if ((st.mode & 0o077) !== 0) throw insecure(`has mode ${(st.mode & 0o777).toString(8)}; it must be 0600 or stricter`);
+    if (st.size > MAX_PASSWORD_BYTES) throw unreadable('is too large to be a password');
     // One trailing newline is how editors and `echo` end files; it is not part of the password.
     const password = readFileSync(fd, 'utf8').replace(/\r?\n$/, '');
-    if (password === '') throw unreadable(path, 'is empty');
+    if (password === '') throw unreadable('is empty');
     return password;
   } finally {
     closeSync(fd);

@@ -81,6 +81,12 @@ export const MASTER_RUNNER_DETAILS = [
   'needs_migration',
   /** store_format: the store's format marker names a version this release does not know. */
   'unknown_format',
+  /** An Idempotency-Key or its scope (tenant, actor, action) is not one an admission accepts, or a stored key's hash/fingerprint is not SHA-256 hex. */
+  'invalid_admission_key',
+  /** An admission was given a request id: it chooses its own (one per key claim). */
+  'request_id_not_accepted',
+  /** A list page's `after` is not a string or its `limit` not a positive integer. */
+  'invalid_page',
 ] as const;
 
 /**

@@ -39,8 +39,11 @@ export interface EventRecorderMetrics {
   onConnected?(connected: boolean): void;
   /** A connection ended and another is about to be tried, with why. */
   onReconnect?(reason: SaltFailureReason | 'ended'): void;
-  /** A return was recorded: committed (the record changed) or unchanged (it already said so). */
-  onRecorded?(outcome: 'committed' | 'unchanged'): void;
+  /**
+   * A return was recorded: committed (the record changed) or unchanged (it
+   * already said so), `durationMs` after the event arrived on the stream.
+   */
+  onRecorded?(outcome: 'committed' | 'unchanged', durationMs: number): void;
   onIgnored?(why: IgnoredEvent): void;
 }
 
@@ -87,9 +90,10 @@ export function startEventRecorder(deps: MasterDeps, options: EventRecorderOptio
   const metrics = options.metrics;
 
   const onEvent = (raw: unknown): void => {
+    const arrivedAt = performance.now();
     const work = recordEvent(d, raw).then(
       (outcome) => {
-        if (outcome === 'committed' || outcome === 'unchanged') metrics?.onRecorded?.(outcome);
+        if (outcome === 'committed' || outcome === 'unchanged') metrics?.onRecorded?.(outcome, performance.now() - arrivedAt);
         else metrics?.onIgnored?.(outcome);
       },
       (error: unknown) => {

@@ -1,13 +1,49 @@
-import { BLOCKING_STATES, isBlocking, isJid, isMinionId, isRequestId, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
+import {
+  BLOCKING_STATES,
+  isBlocking,
+  isJid,
+  isMinionId,
+  isProtocolRecord,
+  isRequestId,
+  type ProtocolRequestRecord,
+  type RequestRecord,
+  type RequestState,
+} from '@oduflow/protocol';
 import type { FileLock, PrivateDir } from '@oduflow/receipt-store';
 import type { StoreCrashPoint } from './crash-points.js';
 import { MasterRunnerError } from './errors.js';
 import { decodeRecord, encodeRecord } from './record-codec.js';
 import { isRecordId, recordFileName } from './record-id.js';
-import type { CreateOutcome, RecordFilter, RecordStore, ScanOptions, TargetUnit, UpdateOutcome } from './record-store.js';
+import { checkAdmissionKey, keyHashOfFileName, keyLockName, readKeyEntry, removeKeyEntry, writeKeyEntry, type KeyEntry } from './file-store-keys.js';
+import {
+  byEnqueued,
+  isClaimable,
+  readOutbox,
+  readOutboxEntry,
+  removeOutboxEntry,
+  toOutboxEntry,
+  writeOutboxEntry,
+  type OutboxFileEntry,
+} from './file-store-outbox.js';
+import type {
+  AdmissionKey,
+  ClaimKeyOptions,
+  ClaimOutboxOptions,
+  CreateOptions,
+  CreateOutcome,
+  KeyClaim,
+  ListPage,
+  OutboxEntry,
+  RecordFilter,
+  RecordStore,
+  ScanOptions,
+  TargetUnit,
+  UpdateOutcome,
+} from './record-store.js';
 import { storeCall } from './store-errors.js';
 import {
   DEFAULT_LOCK_WAIT_MS,
+  OUTBOX_LOCK,
   STORE_LOCK,
   UNBOUND_BUCKET,
   bucketOf,
@@ -41,17 +77,30 @@ import {
  * (a new store needs no step). Every unit holds locks/store.lock shared, so
  * migrate-store (exclusive) never runs beside one.
  *
- * Creating a request writes, under the target lock, in this order:
+ * Creating a request writes, under the target lock (and, with a key, the
+ * key's lock: always taken after the target's), in this order:
  *   W1  jids/<jid>.json                 no-replace: the JID is reserved for ever     → S1
  *   W2  targets/<minion>/<id>.json      the target's history entry                   → S2
  *   W3  unresolved/<minion>/<id>.json   when the record blocks                       → S3
- *   W4  requests/<id>.json              no-replace: the record exists
+ *   W3a outbox/<id>.json                when asked (an admission to publish)         → S7
+ *   W4  requests/<id>.json              no-replace: the record exists                → S8 (with a key)
+ *   W5  keys/<hash>.json                the key marked bound to the record
  * An index entry is only a pointer: readers read the record it points to and
  * keep it only if it exists, names that target (or none), and blocks. So an
  * entry left by a crash (S2, S3) or by a request id lost to a concurrent
  * create under another target means nothing, and the JID stays burned. The
  * JID goes first because its no-replace write is the check-and-take that
  * decides whether the create goes on.
+ *
+ * With a key, the unit first checks, under the key lock, that the key is
+ * still claimed under this record's request id (claim_lost otherwise, before
+ * any write). The record (W4) is what admits: a key still `claimed` whose
+ * request id has a record is bound (S8), and an outbox entry is handed out
+ * only while a record with its request id and JID exists (S7 leaves one that
+ * claimOutbox removes once the target lock proves no create is under way).
+ * So the unit is one durable step even though it is six writes: before W4
+ * nothing is admitted (the claim lapses, the JID stays burned), from W4 on
+ * everything is.
  *
  * Invariant U: every blocking record has its entry under unresolved/ (in its
  * target's bucket, or _unbound). An update therefore writes the entry BEFORE
@@ -61,7 +110,9 @@ import {
  * and dropped by every reader — never one too few. migrate-store removes such
  * leftovers. So the blocking check reads only the target's unresolved records
  * and _unbound's, and list({ unresolved }) only the unresolved index: neither
- * depends on how many records the store has ever held.
+ * depends on how many records the store has ever held. Nor do the key and
+ * outbox units: a key unit reads one key file (and maybe one record), an
+ * outbox claim reads the outbox (the admitted requests not yet published).
  *
  * Identity (request id, minion id, JID) never changes, so neither do the
  * history entries. The blocking state is derived from the records themselves;
@@ -82,9 +133,9 @@ export interface FileRecordStoreOptions {
    */
   readonly create?: boolean;
   /**
-   * Test seam at the store's durable boundaries (S1–S4; see crash-points.ts).
-   * Default: nothing. Production code never arms it; tests pass a function
-   * that throws or SIGKILLs the process there.
+   * Test seam at the store's durable boundaries (S1–S4, S7, S8; see
+   * crash-points.ts). Default: nothing. Production code never arms it; tests
+   * pass a function that throws or SIGKILLs the process there.
    */
   readonly crashAt?: (point: StoreCrashPoint) => void;
 }
@@ -118,8 +169,17 @@ interface CandidateGroup {
   readonly owns: (record: RequestRecord) => boolean;
 }
 
+/** The targets a filter names (minionId and minionIds both: the ones in both), or undefined: every target. */
+function targetsOf(filter: RecordFilter): readonly string[] | undefined {
+  const { minionId, minionIds } = filter;
+  if (minionIds === undefined) return minionId === undefined ? undefined : [minionId];
+  const unique = [...new Set(minionIds)];
+  return minionId === undefined ? unique : unique.filter((id) => id === minionId);
+}
+
 function matches(filter: RecordFilter, r: RequestRecord): boolean {
   if (filter.minionId !== undefined && r.minion_id !== filter.minionId) return false;
+  if (filter.minionIds !== undefined && (r.minion_id === null || !filter.minionIds.includes(r.minion_id))) return false;
   if (filter.unresolved === true && !isBlocking(r)) return false;
   if (filter.states !== undefined && !filter.states.includes(r.state)) return false;
   return true;
@@ -129,6 +189,29 @@ function matches(filter: RecordFilter, r: RequestRecord): boolean {
 function needsOnlyBlocking(filter: RecordFilter): boolean {
   return filter.unresolved === true || (filter.states !== undefined && filter.states.every((s) => BLOCKING.has(s)));
 }
+
+function checkPage(page: ListPage): void {
+  const fields = page as Record<string, unknown>;
+  const after = fields['after'];
+  const limit = fields['limit'];
+  if ((after !== undefined && typeof after !== 'string') || (limit !== undefined && (!Number.isSafeInteger(limit) || (limit as number) <= 0))) {
+    throw new MasterRunnerError('invalid_input', 'a page needs a request id to start after and a positive whole limit', { detail: 'invalid_page' });
+  }
+}
+
+function checkInstant(at: unknown, what: string): number {
+  const ms = at instanceof Date ? at.getTime() : Number.NaN;
+  if (!Number.isFinite(ms)) throw new MasterRunnerError('invalid_input', `${what} must be a valid date`);
+  return ms;
+}
+
+function checkPositive(value: unknown, what: string): number {
+  if (!Number.isSafeInteger(value) || (value as number) <= 0) throw new MasterRunnerError('invalid_input', `${what} must be a positive whole number`);
+  return value as number;
+}
+
+/** What a key's entry means now: its record decides, then its lease. */
+type KeyStanding = { readonly kind: 'bound'; readonly boundAt: string } | { readonly kind: 'live' } | { readonly kind: 'lapsed' };
 
 class FileRecordStore implements RecordStore {
   readonly location: string;
@@ -174,9 +257,37 @@ class FileRecordStore implements RecordStore {
     });
   }
 
-  async list(filter: RecordFilter = {}): Promise<RequestRecord[]> {
-    const records = await this.#shared(() => storeCall('listing records', () => this.#candidates(filter)));
-    return records.filter((r) => matches(filter, r));
+  /**
+   * The candidates' names are listed (and sorted) first; records are read in
+   * request-id order from `page.after` on, and the reading stops once
+   * `page.limit` records matched: a page costs the records it returns (and
+   * those it skips), not the store.
+   */
+  async list(filter: RecordFilter = {}, page: ListPage = {}): Promise<RequestRecord[]> {
+    checkPage(page);
+    const limit = page.limit ?? Number.POSITIVE_INFINITY;
+    return this.#shared(() =>
+      storeCall('listing records', () => {
+        const after = page.after;
+        const ids = this.#candidateIds(filter).filter((id) => after === undefined || id > after);
+        const records: RequestRecord[] = [];
+        for (const id of ids) {
+          if (records.length >= limit) break;
+          const record = this.#read(id);
+          if (record !== undefined && matches(filter, record)) records.push(record);
+        }
+        return records;
+      }),
+    );
+  }
+
+  async countUnresolved(): Promise<Partial<Record<RequestState, number>>> {
+    const records = await this.#shared(() => storeCall('counting unresolved records', () => this.#readIds(this.#candidateIds({ unresolved: true }))));
+    const counts: Partial<Record<RequestState, number>> = {};
+    for (const record of records) {
+      if (isBlocking(record)) counts[record.state] = (counts[record.state] ?? 0) + 1;
+    }
+    return counts;
   }
 
   /**
@@ -217,7 +328,7 @@ class FileRecordStore implements RecordStore {
         return await work({
           minionId,
           blockers: () => storeCall('checking the target', () => this.#blockers(minionId)),
-          create: (record) => storeCall('creating a record', () => this.#create(minionId, record)),
+          create: (record, options) => this.#createUnit(minionId, record, options ?? {}),
         });
       } finally {
         lock.release();
@@ -250,6 +361,108 @@ class FileRecordStore implements RecordStore {
     });
   }
 
+  async claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim> {
+    checkAdmissionKey(key);
+    if (!isRequestId(options.requestId)) throw new MasterRunnerError('invalid_input', 'a key is claimed under a request id', { detail: 'invalid_request_id' });
+    const now = checkInstant(options.now, 'the claim time');
+    const leaseMs = checkPositive(options.leaseMs, 'a key lease');
+    return this.#underKey(key.keyHash, 'claiming an idempotency key', (): KeyClaim => {
+      const entry = readKeyEntry(this.#dirs.keys, key.keyHash);
+      const standing = entry === undefined ? undefined : this.#standing(entry, now);
+      if (entry !== undefined && standing !== undefined && standing.kind !== 'lapsed') {
+        if (entry.fingerprint !== key.fingerprint) return { kind: 'mismatch' };
+        if (standing.kind === 'bound') return { kind: 'admitted', requestId: entry.request_id };
+        if (entry.request_id !== options.requestId) return { kind: 'in_flight' };
+      }
+      // Free, lapsed with nothing stored, or this very claim again (its lease renewed).
+      writeKeyEntry(this.#dirs.keys, {
+        key_hash: key.keyHash,
+        fingerprint: key.fingerprint,
+        request_id: options.requestId,
+        tenant: key.tenant,
+        actor: key.actor,
+        state: 'claimed',
+        lease_until: new Date(now + leaseMs).toISOString(),
+        bound_at: null,
+      });
+      return { kind: 'claimed', requestId: options.requestId };
+    });
+  }
+
+  async releaseKey(key: AdmissionKey, requestId: string): Promise<void> {
+    checkAdmissionKey(key);
+    await this.#underKey(key.keyHash, 'releasing an idempotency key', () => {
+      const entry = readKeyEntry(this.#dirs.keys, key.keyHash);
+      // Only this admission's own claim, and only while it stored nothing.
+      if (entry === undefined || entry.state !== 'claimed' || entry.request_id !== requestId) return;
+      if (this.#read(entry.request_id) !== undefined) return;
+      removeKeyEntry(this.#dirs.keys, key.keyHash);
+    });
+  }
+
+  async expireKeys(before: Date): Promise<number> {
+    const cutoff = checkInstant(before, 'the expiry time');
+    const hashes = await this.#shared(() =>
+      storeCall('listing idempotency keys', () => this.#dirs.keys.list().flatMap((name) => keyHashOfFileName(name) ?? [])),
+    );
+    let expired = 0;
+    for (const hash of hashes) {
+      const removed = await this.#underKey(hash, 'expiring an idempotency key', () => {
+        const entry = readKeyEntry(this.#dirs.keys, hash);
+        if (entry === undefined) return false;
+        const standing = this.#standing(entry, cutoff);
+        // Bound: kept until its binding is older than the cutoff. Claimed: until its lease ended before it.
+        const old = standing.kind === 'bound' ? Date.parse(standing.boundAt) < cutoff : Date.parse(entry.lease_until) < cutoff;
+        if (old) removeKeyEntry(this.#dirs.keys, hash);
+        return old;
+      });
+      if (removed) expired += 1;
+    }
+    return expired;
+  }
+
+  async claimOutbox(options: ClaimOutboxOptions): Promise<OutboxEntry[]> {
+    const limit = checkPositive(options.limit, 'an outbox claim limit');
+    const now = checkInstant(options.now, 'the claim time');
+    const leaseMs = checkPositive(options.leaseMs, 'an outbox lease');
+    const { claimed, orphans } = await this.#underOutbox('claiming outbox entries', () => {
+      const due = readOutbox(this.#dirs.outbox)
+        .filter((entry) => isClaimable(entry, now))
+        .sort(byEnqueued);
+      const taken: OutboxEntry[] = [];
+      const missing: OutboxFileEntry[] = [];
+      for (const entry of due) {
+        if (taken.length >= limit) break;
+        // Handed out only while its record exists: before W4 the create may still be running (or died at S7).
+        if (this.#read(entry.request_id)?.jid !== entry.jid) {
+          missing.push(entry);
+          continue;
+        }
+        const next = { ...entry, attempts: entry.attempts + 1, claimed_until: new Date(now + leaseMs).toISOString() };
+        writeOutboxEntry(this.#dirs.outbox, next);
+        taken.push(toOutboxEntry(next));
+      }
+      return { claimed: taken, orphans: missing };
+    });
+    for (const orphan of orphans) await this.#dropIfOrphan(orphan);
+    return claimed;
+  }
+
+  async removeOutbox(requestId: string): Promise<void> {
+    if (!isRequestId(requestId)) return; // no entry is ever named otherwise
+    await this.#underOutbox('removing an outbox entry', () => removeOutboxEntry(this.#dirs.outbox, requestId));
+  }
+
+  async deferOutbox(requestId: string, at: Date): Promise<void> {
+    const due = checkInstant(at, 'the time an outbox entry is due');
+    if (!isRequestId(requestId)) return;
+    await this.#underOutbox('deferring an outbox entry', () => {
+      const entry = readOutboxEntry(this.#dirs.outbox, requestId);
+      if (entry === undefined) return;
+      writeOutboxEntry(this.#dirs.outbox, { ...entry, due_at: new Date(due).toISOString(), claimed_until: null });
+    });
+  }
+
   // Async so that a failure to close rejects, as RecordStore.close promises.
   // eslint-disable-next-line @typescript-eslint/require-await -- see above
   async close(): Promise<void> {
@@ -270,6 +483,74 @@ class FileRecordStore implements RecordStore {
     }
   }
 
+  /** Runs a synchronous key unit under the key's lock (taken alone, or after a target's: never before one). */
+  async #underKey<T>(keyHash: string, what: string, work: () => T): Promise<T> {
+    return this.#shared(async () => {
+      const lock = await this.#lock(keyLockName(keyHash));
+      try {
+        return await storeCall(what, work);
+      } finally {
+        lock.release();
+      }
+    });
+  }
+
+  /** Runs a synchronous outbox unit under the outbox lock (taken alone, or after a target's: never before one). */
+  async #underOutbox<T>(what: string, work: () => T): Promise<T> {
+    return this.#shared(async () => {
+      const lock = await this.#lock(OUTBOX_LOCK);
+      try {
+        return await storeCall(what, work);
+      } finally {
+        lock.release();
+      }
+    });
+  }
+
+  /** Whether a key is bound (its record exists), claimed under a live lease, or free again. */
+  #standing(entry: KeyEntry, now: number): KeyStanding {
+    if (entry.state === 'bound' && entry.bound_at !== null) return { kind: 'bound', boundAt: entry.bound_at };
+    const record = this.#read(entry.request_id);
+    if (record !== undefined) {
+      // Cut between W4 and W5 (S8): the record admitted it. Mark it bound now, as W5 would have.
+      const boundAt = isProtocolRecord(record) ? record.created_at : entry.lease_until;
+      writeKeyEntry(this.#dirs.keys, { ...entry, state: 'bound', bound_at: boundAt });
+      return { kind: 'bound', boundAt };
+    }
+    return Date.parse(entry.lease_until) > now ? { kind: 'live' } : { kind: 'lapsed' };
+  }
+
+  /**
+   * An outbox entry without its record: a create under way (between W3a and
+   * W4) or one that died there (S7) or lost its request id. The target lock
+   * tells them apart — no create of that target runs while it is held — so
+   * the entry is removed only when, under it, its record is still missing.
+   */
+  async #dropIfOrphan(entry: OutboxFileEntry): Promise<void> {
+    try {
+      await this.#shared(async () => {
+        const lock = await this.#lock(`target-${entry.minion_id}.lock`);
+        try {
+          if ((await storeCall('reading a record', () => this.#read(entry.request_id)))?.jid === entry.jid) return;
+          const lockOutbox = await this.#lock(OUTBOX_LOCK);
+          try {
+            await storeCall('removing an outbox entry', () => {
+              // Only the entry seen, not one a later create of the same request id wrote.
+              if (readOutboxEntry(this.#dirs.outbox, entry.request_id)?.jid === entry.jid) removeOutboxEntry(this.#dirs.outbox, entry.request_id);
+            });
+          } finally {
+            lockOutbox.release();
+          }
+        } finally {
+          lock.release();
+        }
+      });
+    } catch (error) {
+      // A busy target only delays the clean-up to the next claim; the entry is never handed out meanwhile.
+      if (!(MasterRunnerError.isInstance(error) && error.code === 'store_busy')) throw error;
+    }
+  }
+
   #read(requestId: string): RequestRecord | undefined {
     const raw = this.#dirs.requests.readJsonIfExists(recordFileName(requestId));
     return raw === undefined ? undefined : decodeRecord(raw, requestId);
@@ -285,14 +566,24 @@ class FileRecordStore implements RecordStore {
     return records.sort(byRequestId);
   }
 
-  /** What list() reads: the unresolved index when the filter keeps only blocking records. */
-  #candidates(filter: RecordFilter): RequestRecord[] {
+  /**
+   * The ids list() reads, sorted and each once: the unresolved index when the
+   * filter keeps only blocking records, the named targets' histories, or
+   * every record. Pointers only: the record may be missing, bound elsewhere or settled.
+   */
+  #candidateIds(filter: RecordFilter): string[] {
+    const targets = targetsOf(filter);
+    let ids: string[];
     if (needsOnlyBlocking(filter)) {
-      const buckets = filter.minionId === undefined ? this.#dirs.unresolved.list().filter(isBucket) : [filter.minionId, UNBOUND_BUCKET];
-      return this.#readIds(buckets.flatMap((bucket) => this.#entryIds(this.#dirs.unresolved, bucket)));
+      // A record of a named target is in its bucket (invariant U); _unbound's name no target, so no filter by target keeps them.
+      const buckets = targets ?? this.#dirs.unresolved.list().filter(isBucket);
+      ids = buckets.flatMap((bucket) => this.#entryIds(this.#dirs.unresolved, bucket));
+    } else if (targets !== undefined) {
+      ids = targets.flatMap((minionId) => this.#entryIds(this.#dirs.targets, minionId));
+    } else {
+      ids = idsIn(this.#dirs.requests);
     }
-    if (filter.minionId !== undefined) return this.#readIds(this.#entryIds(this.#dirs.targets, filter.minionId));
-    return this.#readIds(idsIn(this.#dirs.requests));
+    return [...new Set(ids)].sort();
   }
 
   /**
@@ -300,14 +591,14 @@ class FileRecordStore implements RecordStore {
    * index or of a target's history (read when its page comes), or one id.
    */
   #candidateGroups(filter: RecordFilter): CandidateGroup[] {
+    const targets = targetsOf(filter);
     if (needsOnlyBlocking(filter)) {
-      const buckets = filter.minionId === undefined ? this.#dirs.unresolved.list().filter(isBucket) : [filter.minionId, UNBOUND_BUCKET];
+      const buckets = targets ?? this.#dirs.unresolved.list().filter(isBucket);
       // An entry may point to a record of another bucket (a request id lost to a create under another target): its own bucket yields it.
       return buckets.map((bucket) => ({ ids: () => this.#entryIds(this.#dirs.unresolved, bucket), owns: (r) => bucketOf(r.minion_id) === bucket }));
     }
-    if (filter.minionId !== undefined) {
-      const minionId = filter.minionId;
-      return [{ ids: () => this.#entryIds(this.#dirs.targets, minionId), owns: (r) => r.minion_id === minionId }];
+    if (targets !== undefined) {
+      return targets.map((minionId) => ({ ids: () => this.#entryIds(this.#dirs.targets, minionId), owns: (r) => r.minion_id === minionId }));
     }
     return idsIn(this.#dirs.requests).map((id) => ({ ids: () => [id], owns: () => true }));
   }
@@ -342,10 +633,29 @@ class FileRecordStore implements RecordStore {
     if (isBlocking(before) && !isBlocking(after)) this.#unmarkUnresolved(after);
   }
 
-  #create(minionId: string, record: ProtocolRequestRecord): CreateOutcome {
+  /** The create unit (the target lock is held): with a key, under its lock too, taken second. */
+  async #createUnit(minionId: string, record: ProtocolRequestRecord, options: CreateOptions): Promise<CreateOutcome> {
+    const key = options.key;
+    if (key === undefined) return storeCall('creating a record', () => this.#create(minionId, record, options));
+    checkAdmissionKey(key);
+    const lock = await this.#lock(keyLockName(key.keyHash));
+    try {
+      return await storeCall('creating a record', () => this.#create(minionId, record, options));
+    } finally {
+      lock.release();
+    }
+  }
+
+  #create(minionId: string, record: ProtocolRequestRecord, options: CreateOptions): CreateOutcome {
     if (record.minion_id !== minionId) throw new MasterRunnerError('internal', 'a record was created under another target');
     const existing = this.#read(record.request_id);
     if (existing !== undefined) return { created: false, reason: 'request_exists', existing };
+    const claim = options.key === undefined ? undefined : readKeyEntry(this.#dirs.keys, options.key.keyHash);
+    if (options.key !== undefined) {
+      // Still this admission's claim (a lapsed one not yet taken by another is): else store nothing.
+      if (claim === undefined || claim.state !== 'claimed' || claim.request_id !== record.request_id) return { created: false, reason: 'claim_lost' };
+      if (claim.fingerprint !== options.key.fingerprint) throw new MasterRunnerError('internal', 'a key was bound with another fingerprint than it was claimed with');
+    }
     try {
       // W1: reserve the JID for ever (no-replace makes the check-and-take one step).
       this.#dirs.jids.writeJsonAtomic(`${record.jid}.json`, { request_id: record.request_id, minion_id: minionId }, { replace: false });
@@ -360,6 +670,21 @@ class FileRecordStore implements RecordStore {
     this.#crashAt('S2');
     if (isBlocking(record)) this.#markUnresolved(record);
     this.#crashAt('S3');
+    if (options.outbox !== undefined) {
+      // W3a: before the record, so an admitted record always has its entry. One left
+      // by an earlier attempt of this request id (S7) is replaced: it names another JID.
+      writeOutboxEntry(this.#dirs.outbox, {
+        request_id: record.request_id,
+        minion_id: minionId,
+        jid: record.jid,
+        state_data_json: options.outbox.stateDataJson,
+        enqueued_at: record.created_at,
+        attempts: 0,
+        due_at: null,
+        claimed_until: null,
+      });
+      this.#crashAt('S7');
+    }
     // W4: the record. A request id created concurrently under another target
     // loses here; its reserved JID stays burned and its entries point to a
     // record of another target, which readers ignore: both harmless.
@@ -371,6 +696,11 @@ class FileRecordStore implements RecordStore {
         if (winner !== undefined) return { created: false, reason: 'request_exists', existing: winner };
       }
       throw error;
+    }
+    if (claim !== undefined) {
+      this.#crashAt('S8');
+      // W5: the key bound. Until it is durable the record already binds it (see #standing).
+      writeKeyEntry(this.#dirs.keys, { ...claim, state: 'bound', bound_at: record.created_at });
     }
     return { created: true, record };
   }

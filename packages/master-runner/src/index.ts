@@ -9,7 +9,21 @@ export {
   type MasterRunnerErrorDetail,
   type MasterRunnerErrorOptions,
 } from './errors.js';
-export type { CreateOutcome, RecordFilter, RecordStore, ScanOptions, TargetUnit, UpdateOutcome } from './record-store.js';
+export type {
+  AdmissionKey,
+  ClaimKeyOptions,
+  ClaimOutboxOptions,
+  CreateOptions,
+  CreateOutcome,
+  KeyClaim,
+  ListPage,
+  OutboxEntry,
+  RecordFilter,
+  RecordStore,
+  ScanOptions,
+  TargetUnit,
+  UpdateOutcome,
+} from './record-store.js';
 export { isRecordId } from './record-id.js';
 export { DEFAULT_FILE_STORE_ROOT, createFileRecordStore, type FileRecordStoreOptions } from './file-record-store.js';
 export { migrateFileRecordStore, type MigrateFileStoreOptions, type MigrateFileStoreReport } from './migrate-store.js';
@@ -37,6 +51,23 @@ export { DEFAULT_CALL_TIMEOUT_MS, resolveDeps, type MasterDeps, type ResolvedDep
 export { capabilityCheckOf, checkCapability, readCapabilityAnswer, type CapabilityCheck, type CapabilityReading } from './capability.js';
 export { validateDispatchInput, type DispatchInput, type ValidDispatch } from './dispatch-input.js';
 export { dispatch, type DispatchResult } from './dispatch.js';
+export {
+  admissionKey,
+  admit,
+  type AdmissionContent,
+  type AdmissionResult,
+  type AdmissionScope,
+  type AdmitOptions,
+} from './admission.js';
+export {
+  relayOnce,
+  startOutboxRelay,
+  type OutboxRelay,
+  type RelayMetrics,
+  type RelayOptions,
+  type RelayResult,
+  type RelaySkip,
+} from './outbox-relay.js';
 export type { PublishResult, PublishResultKind } from './publish.js';
 export { publishPending, type PendingResult, type PendingSkip, type PublishPendingOptions } from './publish-pending.js';
 export {

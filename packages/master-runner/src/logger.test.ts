@@ -19,13 +19,16 @@ describe('createMasterLogger', () => {
           state_data_json: '{"secret":1}',
           salt: { password: 'pw-2', token: 'tok-2', headers: { 'x-auth-token': 'tok-3' } },
           record: { legacy_fields: { raw: 'raw-output' } },
+          req: { headers: { authorization: 'Bearer tok-4' }, body: { state_data: { s: 'body-secret' } } },
+          authorization: 'Bearer tok-5',
+          state_data: { s: 'data-secret' },
         },
         'something happened',
       );
       logger.flush();
       const line = readFileSync(path, 'utf8');
       expect(JSON.parse(line)).toMatchObject({ request_id: 'r', msg: 'something happened' });
-      for (const secret of ['pw-1', 'pw-2', 'tok-1', 'tok-2', 'tok-3', '"secret"', 'raw-output']) expect(line).not.toContain(secret);
+      for (const secret of ['pw-1', 'pw-2', 'tok-1', 'tok-2', 'tok-3', 'tok-4', 'tok-5', '"secret"', 'raw-output', 'body-secret', 'data-secret']) expect(line).not.toContain(secret);
     } finally {
       closeSync(fd);
       rmSync(dir, { recursive: true, force: true });

@@ -13,12 +13,21 @@ export const REDACTED_PATHS = [
   'stateDataJson',
   'legacy_fields',
   'headers["x-auth-token"]',
+  // The HTTP service: bearer tokens, request bodies and the state data they may carry.
+  'authorization',
+  'headers.authorization',
+  'state_data',
+  'body',
   '*.password',
   '*.token',
   '*.state_data_json',
   '*.stateDataJson',
   '*.legacy_fields',
   '*.headers["x-auth-token"]',
+  '*.authorization',
+  '*.headers.authorization',
+  '*.state_data',
+  '*.body',
 ];
 
 export type { Logger } from 'pino';

@@ -12,6 +12,8 @@ import type { ProtocolRequestRecord, RequestRecord, RequestState } from '@oduflo
 export interface RecordFilter {
   /** Only records for this target. */
   readonly minionId?: string;
+  /** Only records for one of these targets (a tenant's). */
+  readonly minionIds?: readonly string[];
   /** Only records that block their target (see isBlocking). */
   readonly unresolved?: boolean;
   /** Only records in one of these states. */
@@ -20,6 +22,8 @@ export interface RecordFilter {
 
 export type CreateOutcome =
   | { readonly created: true; readonly record: ProtocolRequestRecord }
+  /** `options.key` was given and its claim no longer belongs to this record's request id (it lapsed and was taken): nothing was stored. */
+  | { readonly created: false; readonly reason: 'claim_lost' }
   /** Another request holds this JID (or held it once): choose the next one. */
   | { readonly created: false; readonly reason: 'jid_taken' }
   /** A record with this request id exists already (returned as stored). */
@@ -33,8 +37,85 @@ export interface TargetUnit {
    * record whose target cannot be read blocks every target (fail closed).
    */
   blockers(): Promise<RequestRecord[]>;
-  /** Reserves the record's JID and stores the record, both or (observably) neither. */
-  create(record: ProtocolRequestRecord): Promise<CreateOutcome>;
+  /**
+   * Reserves the record's JID and stores the record, both or (observably)
+   * neither. With `options` (an HTTP admission), in the same unit: binds the
+   * claimed Idempotency-Key to the record and enqueues it in the outbox.
+   * Callers check blockers() first, under the same lock; a store may also
+   * refuse a blocking record for a target that already has one by throwing
+   * `target_blocked` with nothing stored (PostgreSQL does, by constraint).
+   */
+  create(record: ProtocolRequestRecord, options?: CreateOptions): Promise<CreateOutcome>;
+}
+
+/*
+ * Admission (DESIGN §7, seed 003 "Consistency boundaries"): an
+ * Idempotency-Key is first *claimed* (a lease, so a concurrent admission of
+ * the same key sees it in flight), then *bound* to the record by the same
+ * create unit that stores the record and its outbox entry. A claim whose
+ * admitter died lapses after its lease; a key bound to a record replays that
+ * record until it expires (kept at least 24 h; expireKeys forgets older ones,
+ * never their requests).
+ */
+
+/** An Idempotency-Key as a store keeps it: hashed, scoped, bound to what it asked. The raw key is never stored. */
+export interface AdmissionKey {
+  /** Lowercase hex SHA-256 of the canonical JSON {action, actor, key, tenant}: the scoped key's identity (a store may name files or rows by it; anything else is invalid_input). */
+  readonly keyHash: string;
+  /** Lowercase hex SHA-256 of the canonical JSON of the content asked for (minion id, profile, state digest). */
+  readonly fingerprint: string;
+  /** Who admitted it (kept with the key, for operators). */
+  readonly tenant: string;
+  readonly actor: string;
+}
+
+export interface ClaimKeyOptions {
+  /** The request id the key is bound to if it is free. */
+  readonly requestId: string;
+  readonly now: Date;
+  /** How long the claim lives without being bound (an admitter that died frees the key after this). */
+  readonly leaseMs: number;
+}
+
+export type KeyClaim =
+  /** The key was free (or its last claim lapsed with nothing stored): admit under this request id. */
+  | { readonly kind: 'claimed'; readonly requestId: string }
+  /** The key is bound to a stored request with the same fingerprint: answer with that request. */
+  | { readonly kind: 'admitted'; readonly requestId: string }
+  /** The key is claimed or bound with another fingerprint (HTTP 422). */
+  | { readonly kind: 'mismatch' }
+  /** Another admission holds a live claim on the key with the same fingerprint (HTTP 409). */
+  | { readonly kind: 'in_flight' };
+
+export interface CreateOptions {
+  /** Bind this claimed key (claimed under the record's request id) to the record. */
+  readonly key?: AdmissionKey;
+  /** Enqueue the record for the outbox relay; `stateDataJson` is the custom high data ('' for fixed profiles). */
+  readonly outbox?: { readonly stateDataJson: string };
+}
+
+/** A request admitted and not yet handed to Salt. The only place state data is ever stored, and only until publication. */
+export interface OutboxEntry {
+  readonly requestId: string;
+  readonly stateDataJson: string;
+  /** ISO instant the entry was enqueued: its record's `created_at` (the caller's clock, like every instant the store is given). */
+  readonly enqueuedAt: string;
+  /** How many times a relay claimed it. */
+  readonly attempts: number;
+}
+
+export interface ClaimOutboxOptions {
+  readonly limit: number;
+  readonly now: Date;
+  /** Other relays skip a claimed entry until this long after `now`. */
+  readonly leaseMs: number;
+}
+
+export interface ListPage {
+  /** Only records whose request id sorts after this one (keyset pagination). */
+  readonly after?: string;
+  /** At most this many records. */
+  readonly limit?: number;
 }
 
 export interface UpdateOutcome {
@@ -59,8 +140,10 @@ export interface RecordStore {
    * Cheap (the event recorder looks up every return it sees).
    */
   getByJid(jid: string): Promise<RequestRecord | undefined>;
-  /** Records in request-id order (stable across stores). */
-  list(filter?: RecordFilter): Promise<RequestRecord[]>;
+  /** Records in request-id order (stable across stores), optionally one page of them. */
+  list(filter?: RecordFilter, page?: ListPage): Promise<RequestRecord[]>;
+  /** How many records block their target, by state. */
+  countUnresolved(): Promise<Partial<Record<RequestState, number>>>;
   /**
    * The records matching `filter`, a page at a time, never all in memory at
    * once (the poller's walk over a fleet's backlog). A record that matches
@@ -75,8 +158,32 @@ export interface RecordStore {
    * Under the request's exclusive lock: reads the record, calls `decide`
    * (pure, synchronous: no I/O inside a unit) and writes its result when it is
    * a different object. Throws `not_found` when there is no such record; an
-   * error thrown by `decide` aborts the unit with nothing written.
+   * error thrown by `decide` aborts the unit with nothing written. A store may
+   * refuse a write that would leave two blocking records on one target
+   * (`target_blocked`, nothing written); no protocol-1 transition does that.
    */
   updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome>;
+  /** Claims an Idempotency-Key for an admission (see KeyClaim). */
+  claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim>;
+  /** Drops `requestId`'s live claim on the key (its admission stored nothing); a bound key is kept. */
+  releaseKey(key: AdmissionKey, requestId: string): Promise<void>;
+  /**
+   * Forgets keys bound before `before` (a key is bound at its record's
+   * `created_at`: the admission's instant on the caller's clock) and claims
+   * whose lease ended before it; their requests stay. Returns how many.
+   */
+  expireKeys(before: Date): Promise<number>;
+  /**
+   * Outbox entries due at `now` (new ones are due at once; a deferred one at
+   * its `at`) and not claimed by another relay, oldest `enqueuedAt` first
+   * (then request id), at most `limit`, each claimed for `leaseMs` against
+   * other relays and its `attempts` counted. An entry is handed out only once
+   * its record is stored (the create unit holds both or neither).
+   */
+  claimOutbox(options: ClaimOutboxOptions): Promise<OutboxEntry[]>;
+  /** Removes the entry (its request was handed to Salt or needs no publication any more); absent is fine. */
+  removeOutbox(requestId: string): Promise<void>;
+  /** Makes the entry due again at `at` (a publication that provably sent nothing). */
+  deferOutbox(requestId: string, at: Date): Promise<void>;
   close(): Promise<void>;
 }

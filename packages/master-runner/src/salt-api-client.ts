@@ -150,6 +150,12 @@ export type SaltApiClient = SaltClient &
   SaltEventSource & {
     /** Reads in flight now. */
     readonly callsInFlight: number;
+    /**
+     * Logs in afresh (a read: it waits for a publication in flight) and says
+     * whether salt-api accepted it: a reachability and credentials check for
+     * a readiness probe. The new token replaces the current one.
+     */
+    checkLogin(timeoutMs: number): Promise<{ readonly ok: true } | { readonly ok: false; readonly reason: SaltFailureReason }>;
     /** Closes the kept-alive connections (the client stays usable: the next read opens new ones). */
     close(): void;
   };
@@ -336,6 +342,11 @@ export function createSaltApiClient(options: SaltApiClientOptions): SaltApiClien
     get callsInFlight() {
       return gate.readsInFlight;
     },
+    checkLogin: (checkTimeoutMs) =>
+      read(async () => {
+        const outcome = await login(checkTimeoutMs, readAgent);
+        return outcome.ok ? { ok: true as const } : { ok: false as const, reason: outcome.reason };
+      }),
     close: () => readAgent.destroy(),
   };
 

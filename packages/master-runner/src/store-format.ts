@@ -16,8 +16,21 @@ import { recordFileName, recordIdFromFileName } from './record-id.js';
  *     unbound/<request_id>.json               records that name no target (legacy) or cannot be decoded; never removed
  *     unresolved/<minion_id>/<request_id>.json  unresolved index: a superset of the target's blocking records
  *     unresolved/_unbound/<request_id>.json   blocking records that name no target, and undecodable ones: every target reads them
+ *     keys/<key_hash>.json                    an Idempotency-Key (hashed, scoped): {key_hash, fingerprint, request_id, tenant, actor,
+ *                                             state "claimed"|"bound", lease_until, bound_at}; removed by expireKeys
+ *     outbox/<request_id>.json                an admitted request not yet handed to Salt: {request_id, minion_id, jid, state_data_json,
+ *                                             enqueued_at, attempts, due_at, claimed_until}; removed once published (the only
+ *                                             place state data is ever stored, and only until then)
  *     locks/store.lock                        shared by every unit, exclusive while migrate-store runs
- *     locks/target-<minion>.lock, locks/request-<id>.lock
+ *     locks/target-<minion>.lock, locks/request-<id>.lock, locks/key-<key_hash>.lock, locks/outbox.lock
+ *
+ * keys/ and outbox/ came after version 2 and stay version 2: a store
+ * without them has no keys and no outbox, which is what the empty
+ * directories an opener creates say (mkdir, O(1)), and a runner of the
+ * previous release never reads them (its units keep every record
+ * invariant; the relay never publishes a record that is not prepared).
+ * A marker bump would have forced a migrate-store on every upgrade for
+ * nothing.
  *
  * Version 2 is the first with a marker. Stores without one are version 0
  * (requests/ and jids/ only) or 1 (plus targets/ and unbound/, re-indexed on
@@ -35,10 +48,12 @@ const FORMAT_FILE = 'format.json';
 const FORMAT_NAME = 'oduflow-master-file-store';
 
 export const STORE_LOCK = 'store.lock';
+/** Serializes the outbox's read-modify-write units (claim, defer, remove) across relays. */
+export const OUTBOX_LOCK = 'outbox.lock';
 /** The unresolved-index bucket read by every target's blocking check; never a minion id. */
 export const UNBOUND_BUCKET = '_unbound';
 
-const SUBDIRS = ['requests', 'jids', 'locks', 'targets', 'unbound', 'unresolved'] as const;
+const SUBDIRS = ['requests', 'jids', 'locks', 'targets', 'unbound', 'unresolved', 'keys', 'outbox'] as const;
 type SubdirName = (typeof SUBDIRS)[number];
 export type StoreDirs = Readonly<Record<'root' | SubdirName, PrivateDir>>;
 
@@ -49,7 +64,7 @@ export interface OpenStoreDirsOptions {
   readonly sweep: boolean;
 }
 
-function isNotFound(error: unknown): boolean {
+export function isNotFound(error: unknown): boolean {
   return ReceiptStoreError.isInstance(error) && error.code === 'not_found';
 }
 

@@ -9,7 +9,7 @@ import { reconcile } from '../src/reconcile.js';
 import type { RecordStore } from '../src/record-store.js';
 import { createSaltApiClient } from '../src/salt-api-client.js';
 import { GOOD_CAPABILITIES, OLD_CAPABILITIES, refusedUrl } from './support/salt-api-standin.js';
-import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World, refusal } from './support/harness.js';
+import { MINION, OTHER_MINION, REQUEST_A, REQUEST_B, makeWorld, type World, refusal, wrapStore } from './support/harness.js';
 
 let world: World;
 beforeEach(async () => {
@@ -244,20 +244,13 @@ describe('dispatch', () => {
     const atIntent = new Promise<void>((resolve) => (arrived = resolve));
     const store = world.store;
     // Holds the dispatch between persisting its prepared record and recording its intent.
-    const gated: RecordStore = {
-      location: store.location,
-      get: (id) => store.get(id),
-      getByJid: (jid) => store.getByJid(jid),
-      list: (filter) => store.list(filter),
-      scan: (filter, options) => store.scan(filter, options),
-      withTarget: (minionId, work) => store.withTarget(minionId, work),
+    const gated: RecordStore = wrapStore(store, {
       updateRequest: async (id, decide) => {
         arrived();
         await gate;
         return store.updateRequest(id, decide);
       },
-      close: () => store.close(),
-    };
+    });
     const dispatching = dispatch({ ...world.deps, store: gated }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
     await atIntent;
     expect((await world.store.get(REQUEST_A))?.state).toBe('prepared');

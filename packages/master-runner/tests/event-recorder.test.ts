@@ -18,6 +18,7 @@ let controller: AbortController;
 let recorded: string[];
 let ignored: IgnoredEvent[];
 let reconnects: string[];
+let durations: number[];
 let done: Promise<void>;
 
 beforeEach(async () => {
@@ -26,12 +27,17 @@ beforeEach(async () => {
   recorded = [];
   ignored = [];
   reconnects = [];
+  durations = [];
   done = startEventRecorder(world.deps, {
     signal: controller.signal,
     source: world.salt,
     minBackoffMs: 5,
     maxBackoffMs: 20,
-    metrics: { onRecorded: (o) => recorded.push(o), onIgnored: (why) => ignored.push(why), onReconnect: (why) => reconnects.push(why) },
+    metrics: {
+      onRecorded: (o, ms) => {
+        recorded.push(o);
+        durations.push(ms);
+      }, onIgnored: (why) => ignored.push(why), onReconnect: (why) => reconnects.push(why) },
   }).done;
   await waitFor(() => world.standIn.eventStreams === 1);
 });
@@ -72,6 +78,10 @@ describe('event-stream recorder', () => {
     expect(result.outcome).toBe('published');
     expect(statusCalls()).toEqual([]);
     expect(recorded).toEqual(['committed']);
+    // How long the commit took after the event arrived (the service's event-to-record metric).
+    expect(durations).toHaveLength(1);
+    expect(durations[0]).toBeGreaterThan(0);
+    expect(durations[0]).toBeLessThan(5_000);
   });
 
   it('records a refusal returned by run and frees the target', async () => {

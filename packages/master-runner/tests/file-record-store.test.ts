@@ -165,7 +165,7 @@ describe('opening the store', () => {
       const reopened = await createFileRecordStore({ root: world.storeRoot });
       expect(await reopened.get(REQUEST_A)).toEqual(await world.store.get(REQUEST_A));
       await reopened.close();
-      expect(readdirSync(world.storeRoot).sort()).toEqual(['format.json', 'jids', 'locks', 'requests', 'targets', 'unbound', 'unresolved']);
+      expect(readdirSync(world.storeRoot).sort()).toEqual(['format.json', 'jids', 'keys', 'locks', 'outbox', 'requests', 'targets', 'unbound', 'unresolved']);
       expect(readdirSync(join(world.storeRoot, 'targets', MINION))).toEqual([`${REQUEST_A}.json`]);
       expect(readdirSync(join(world.storeRoot, 'unresolved', MINION))).toEqual([`${REQUEST_A}.json`]);
       expect(statSync(join(world.storeRoot, 'format.json')).mode & 0o777).toBe(0o600);

@@ -1,7 +1,8 @@
 import { applyEvent, createRequestRecord, isBlocking, type ProtocolRequestRecord, type RequestRecord } from '@oduflow/protocol';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { admissionKey } from '../src/admission.js';
 import { createFileRecordStore } from '../src/file-record-store.js';
 import { migrateFileRecordStore } from '../src/migrate-store.js';
 import type { RecordStore } from '../src/record-store.js';
@@ -9,7 +10,7 @@ import { MINION, OTHER_MINION, refusal, scratchDir } from './support/harness.js'
 import { runStoreJob, startStoreJob, type StoreRun } from './support/store-process.js';
 
 /*
- * The file store's own durable boundaries (S1–S6, crash-points.ts), each hit
+ * The file store's own durable boundaries (S1–S8, crash-points.ts), each hit
  * by a real SIGKILL in a separate process, then recovered by this process
  * from what is on disk.
  */
@@ -94,6 +95,82 @@ describe('SIGKILL inside a create (real process)', () => {
       expect((await store.list({ unresolved: true })).map((r) => r.jid)).toEqual([jid(5)]);
     });
   }
+});
+
+describe('SIGKILL inside an admission\'s create unit (real process)', () => {
+  const KEY = admissionKey({ tenant: 'acme', actor: 'ci', action: 'request.create', key: 'k-1' }, { minionId: MINION, profile: 'configure', stateDigest: '' });
+  const OTHER_CONTENT = admissionKey({ tenant: 'acme', actor: 'ci', action: 'request.create', key: 'k-1' }, { minionId: MINION, profile: 'production', stateDigest: '' });
+  const CREATED = Date.parse(AT);
+  const LEASE = { leaseMs: 60_000 }; // what store-child claims with
+  const keyFile = (): Record<string, unknown> => JSON.parse(readFileSync(join(root, 'keys', `${KEY.keyHash}.json`), 'utf8')) as Record<string, unknown>;
+  const claimOutbox = (store: RecordStore) => store.claimOutbox({ limit: 10, now: new Date(CREATED + 1_000), leaseMs: 30_000 });
+
+  it('S7: an outbox entry without its record is never handed out and is removed; the key frees itself when its lease lapses; nothing blocks', async () => {
+    await (await open()).close();
+    killed(await runStoreJob({ op: 'create', root, record: prepared(1), key: KEY, outbox: { stateDataJson: '' }, at: 'S7' }));
+    expect(entries('requests')).toEqual([]);
+    expect(entries('outbox')).toEqual([`${requestId(1)}.json`]);
+    expect(statSync(join(root, 'outbox', `${requestId(1)}.json`)).mode & 0o777).toBe(0o600);
+    expect(keyFile()).toMatchObject({ state: 'claimed', request_id: requestId(1), bound_at: null });
+
+    const store = await open();
+    expect(await blockerIds(store)).toEqual([]);
+    expect(await claimOutbox(store)).toEqual([]);
+    expect(entries('outbox')).toEqual([]); // no create holds the target: the entry was an orphan
+    // The claim is still live (nothing says its admitter died), then lapses with nothing stored.
+    expect(await store.claimKey(KEY, { requestId: requestId(2), now: new Date(CREATED + 1_000), ...LEASE })).toEqual({ kind: 'in_flight' });
+    expect(await store.claimKey(OTHER_CONTENT, { requestId: requestId(2), now: new Date(CREATED + 1_000), ...LEASE })).toEqual({ kind: 'mismatch' });
+    expect(await store.claimKey(OTHER_CONTENT, { requestId: requestId(2), now: new Date(CREATED + 60_001), ...LEASE })).toEqual({ kind: 'claimed', requestId: requestId(2) });
+    expect(await store.withTarget(OTHER_MINION, (u) => u.create(prepared(3, OTHER_MINION, 1)))).toEqual({ created: false, reason: 'jid_taken' });
+  });
+
+  it('S7 while the create is still under way (held, not killed): its entry is not handed out and not removed until the target lock shows the create is over', async () => {
+    await (await open()).close();
+    const creating = startStoreJob({ op: 'create', root, record: prepared(1), key: KEY, outbox: { stateDataJson: '' }, at: 'S7', then: 'hold' });
+    try {
+      await creating.holding();
+      const store = await open(200);
+      expect(await claimOutbox(store)).toEqual([]);
+      expect(entries('outbox')).toEqual([`${requestId(1)}.json`]);
+      // The create holds the key's lock too: a claim of that key waits for it (here: gives up, store_busy) instead of reading a half-done unit.
+      expect(await refusal(store.claimKey(KEY, { requestId: requestId(2), now: new Date(CREATED + 120_000), ...LEASE }))).toMatchObject({ code: 'store_busy' });
+      expect(await refusal(store.releaseKey(KEY, requestId(1)))).toMatchObject({ code: 'store_busy' });
+    } finally {
+      killed(await creating.kill());
+    }
+    expect(await claimOutbox(await open())).toEqual([]);
+    expect(entries('outbox')).toEqual([]);
+  });
+
+  it('S8: the record admits the key although it is still marked claimed: the same content replays it, other content is refused, and the entry is relayed', async () => {
+    await (await open()).close();
+    killed(await runStoreJob({ op: 'create', root, record: prepared(1), key: KEY, outbox: { stateDataJson: '' }, at: 'S8' }));
+    expect(entries('requests')).toEqual([`${requestId(1)}.json`]);
+    expect(keyFile()).toMatchObject({ state: 'claimed', request_id: requestId(1) });
+
+    const store = await open();
+    // Within the lease and after it: the record, not the lease, decides.
+    expect(await store.claimKey(KEY, { requestId: requestId(2), now: new Date(CREATED + 1_000), ...LEASE })).toEqual({ kind: 'admitted', requestId: requestId(1) });
+    expect(await store.claimKey(KEY, { requestId: requestId(2), now: new Date(CREATED + 3_600_000), ...LEASE })).toEqual({ kind: 'admitted', requestId: requestId(1) });
+    expect(await store.claimKey(OTHER_CONTENT, { requestId: requestId(2), now: new Date(CREATED + 3_600_000), ...LEASE })).toEqual({ kind: 'mismatch' });
+    expect(keyFile()).toMatchObject({ state: 'bound', request_id: requestId(1), bound_at: AT });
+    await store.releaseKey(KEY, requestId(1));
+    expect(await store.claimKey(KEY, { requestId: requestId(2), now: new Date(CREATED + 1_000), ...LEASE })).toEqual({ kind: 'admitted', requestId: requestId(1) });
+    expect(await blockerIds(store)).toEqual([requestId(1)]);
+    expect(await claimOutbox(store)).toEqual([{ requestId: requestId(1), stateDataJson: '', enqueuedAt: AT, attempts: 1 }]);
+  });
+
+  it('runs to its end with ODUFLOW_TEST_CRASH_AT=S7 or S8 in the environment and no seam given', async () => {
+    await (await open()).close();
+    for (const [n, point] of [[1, 'S7'], [2, 'S8']] as const) {
+      const key = admissionKey({ tenant: 'acme', actor: 'ci', action: 'request.create', key: `k-${n}` }, { minionId: MINION, profile: 'configure', stateDigest: '' });
+      const run = await runStoreJob({ op: 'create', root, record: prepared(n), key, outbox: { stateDataJson: '' } }, { ODUFLOW_TEST_CRASH_AT: point });
+      expect(run, run.stderr).toMatchObject({ code: 0, signal: null });
+      expect(run.stdout).toContain('DONE {"created":true');
+    }
+    expect(entries('requests')).toEqual([`${requestId(1)}.json`, `${requestId(2)}.json`]);
+    expect(entries('outbox')).toHaveLength(2);
+  });
 });
 
 describe('SIGKILL inside an update (real process)', () => {

@@ -189,6 +189,21 @@ describe('tokens', () => {
   });
 });
 
+describe('checkLogin', () => {
+  it('logs in afresh each time and says salt-api accepted it', async () => {
+    const salt = client();
+    expect(await salt.checkLogin(1_000)).toEqual({ ok: true });
+    expect(await salt.checkLogin(1_000)).toEqual({ ok: true });
+    expect(standIn.logins).toBe(2);
+  });
+
+  it('says why when salt-api refuses the login or cannot be reached', async () => {
+    standIn.loginReply = () => ({ status: 401, body: '{"status":401}' });
+    expect(await client().checkLogin(1_000)).toEqual({ ok: false, reason: 'auth_failed' });
+    expect(await client({ url: await refusedUrl() }).checkLogin(1_000)).toEqual({ ok: false, reason: 'connection_refused' });
+  });
+});
+
 describe('call', () => {
   it('asks with local, full_return and Salt timeouts that end well inside its own deadline', async () => {
     const outcome = await client().call(MINION, 'oduflow_job.capabilities', [], 20_000);

@@ -8,6 +8,7 @@ import {
   type RequestRecord,
 } from '@oduflow/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { admissionConformanceCases } from './store-conformance-admission.js';
 
 /*
  * The contract every RecordStore must meet (the embedded file store today,
@@ -190,9 +191,9 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
 
     it('lists records in request-id order and filters by target, state and resolution', async () => {
       await put(store, record(3));
+      await store.updateRequest(requestId(3), (r) => step(r, 'capability_failed'));
       await put(store, record(1));
       await put(store, record(2, OTHER_MINION));
-      await store.updateRequest(requestId(3), (r) => step(r, 'capability_failed'));
       expect((await store.list()).map((r) => r.request_id)).toEqual([requestId(1), requestId(2), requestId(3)]);
       expect((await store.list({ minionId: OTHER_MINION })).map((r) => r.request_id)).toEqual([requestId(2)]);
       expect((await store.list({ unresolved: true })).map((r) => r.request_id)).toEqual([requestId(1), requestId(2)]);
@@ -201,18 +202,34 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
 
     it('lists as unresolved exactly the records that block, over many targets, as they settle', async () => {
       const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
-      for (let n = 1; n <= 12; n += 1) await put(store, record(n, minion(n % 4)));
-      for (const n of [2, 5, 9]) await store.updateRequest(requestId(n), (r) => step(r, 'reconciled'));
-      await store.updateRequest(requestId(7), (r) => step(r, 'intent_recorded', 'publish_acked', 'observed'));
-      await store.updateRequest(requestId(4), (r) => step(r, 'intent_recorded'));
+      // A target holds at most one blocking record at a time (what dispatch and admission
+      // leave; the PostgreSQL store refuses a second by constraint): 1–4 settle before
+      // 9–12 are created on their targets.
+      const settleFirst: Readonly<Record<number, RequestEvent['type'][]>> = {
+        1: ['reconciled'],
+        2: ['intent_recorded', 'reconciled'],
+        3: ['intent_recorded', 'publish_acked', 'observed'],
+        4: ['capability_failed'],
+      };
+      for (let n = 1; n <= 12; n += 1) {
+        await put(store, record(n, minion(n % 8)));
+        const events = settleFirst[n];
+        if (events !== undefined) await store.updateRequest(requestId(n), (r) => step(r, ...events));
+      }
+      await store.updateRequest(requestId(5), (r) => step(r, 'reconciled'));
+      await store.updateRequest(requestId(9), (r) => step(r, 'intent_recorded'));
+      await store.updateRequest(requestId(10), (r) => step(r, 'intent_recorded', 'publish_acked'));
       const all = await store.list();
       const blocking = all.filter(isBlocking);
-      expect(blocking.map((r) => r.request_id)).toEqual([1, 3, 4, 6, 8, 10, 11, 12].map(requestId));
+      expect(blocking.map((r) => r.request_id)).toEqual([6, 7, 8, 9, 10, 11, 12].map(requestId));
       expect(await store.list({ unresolved: true })).toEqual(blocking);
-      expect((await store.list({ unresolved: true, minionId: minion(1) })).map((r) => r.request_id)).toEqual([requestId(1)]);
-      expect((await store.list({ states: ['publishing', 'published', 'running'] })).map((r) => r.request_id)).toEqual([requestId(4)]);
-      expect((await store.list({ states: ['prepared'], minionId: minion(0) })).map((r) => r.request_id)).toEqual([requestId(8), requestId(12)]);
-      expect((await store.list({ states: ['succeeded', 'reconciled'] })).map((r) => r.request_id)).toEqual([2, 5, 7, 9].map(requestId));
+      expect((await store.list({ unresolved: true, minionId: minion(1) })).map((r) => r.request_id)).toEqual([requestId(9)]);
+      expect((await store.list({ unresolved: true, minionId: minion(5) }))).toEqual([]);
+      expect((await store.list({ states: ['publishing', 'published', 'running'] })).map((r) => r.request_id)).toEqual([requestId(9), requestId(10)]);
+      expect((await store.list({ states: ['prepared'], minionId: minion(3) })).map((r) => r.request_id)).toEqual([requestId(11)]);
+      expect(await store.list({ states: ['prepared'], minionId: minion(1) })).toEqual([]);
+      expect((await store.list({ states: ['succeeded', 'reconciled'] })).map((r) => r.request_id)).toEqual([1, 2, 3, 5].map(requestId));
+      expect((await store.list({ minionId: minion(4) })).map((r) => r.request_id)).toEqual([requestId(4), requestId(12)]);
     });
 
     it('finds a record by its JID, and nothing for a JID it does not hold or text that is not a JID', async () => {
@@ -235,9 +252,14 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
 
     it('scans the matching records page by page, each once, whatever the page size', async () => {
       const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
-      for (let n = 1; n <= 11; n += 1) await put(store, record(n, minion(n % 3)));
-      for (const n of [2, 5]) await store.updateRequest(requestId(n), (r) => step(r, 'reconciled'));
-      for (const n of [3, 4, 8]) await store.updateRequest(requestId(n), (r) => step(r, 'intent_recorded', 'publish_acked'));
+      // Each target's records settle before its next one is created (one blocking record per target at a time).
+      const settle: ReadonlyArray<RequestEvent['type'][]> = [['intent_recorded', 'publish_acked', 'observed'], ['reconciled'], ['capability_failed']];
+      for (let n = 1; n <= 11; n += 1) {
+        await put(store, record(n, minion(n % 3)));
+        const events = settle[n % 3] ?? [];
+        if (n <= 8) await store.updateRequest(requestId(n), (r) => step(r, ...events));
+      }
+      await store.updateRequest(requestId(9), (r) => step(r, 'intent_recorded', 'publish_acked'));
       const scanned = async (filter: Parameters<RecordStore['scan']>[0], pageSize: number): Promise<string[]> => {
         const ids: string[] = [];
         for await (const page of store.scan(filter, { pageSize })) {
@@ -248,7 +270,8 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
         return ids.sort();
       };
       for (const pageSize of [1, 2, 5, 100]) {
-        expect(await scanned({ states: ['published'] }, pageSize)).toEqual([3, 4, 8].map(requestId).sort());
+        expect(await scanned({ states: ['succeeded', 'published'] }, pageSize)).toEqual([3, 6, 9].map(requestId).sort());
+        expect(await scanned({ unresolved: true }, pageSize)).toEqual([9, 10, 11].map(requestId).sort());
         expect(await scanned({ unresolved: true }, pageSize)).toEqual((await store.list({ unresolved: true })).map((r) => r.request_id).sort());
         expect(await scanned({}, pageSize)).toEqual((await store.list()).map((r) => r.request_id).sort());
         expect(await scanned({ minionId: minion(1) }, pageSize)).toEqual([1, 4, 7, 10].map(requestId).sort());
@@ -304,10 +327,14 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
 
     it('reports blockers of many targets, each only its own', async () => {
       const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
-      for (let n = 1; n <= 6; n += 1) await put(store, record(n, minion(n % 3)));
-      await store.updateRequest(requestId(3), (r) => step(r, 'reconciled'));
+      for (let n = 1; n <= 3; n += 1) {
+        await put(store, record(n, minion(n % 3)));
+        await store.updateRequest(requestId(n), (r) => step(r, n === 2 ? 'capability_failed' : 'reconciled'));
+      }
+      for (let n = 4; n <= 6; n += 1) await put(store, record(n, minion(n % 3)));
       expect((await store.withTarget(minion(0), (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(6)]);
-      expect((await store.withTarget(minion(1), (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(1), requestId(4)]);
+      expect((await store.withTarget(minion(1), (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(4)]);
+      expect((await store.withTarget(minion(2), (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(5)]);
       expect((await store.list({ minionId: minion(2) })).map((r) => r.request_id)).toEqual([requestId(2), requestId(5)]);
     });
 
@@ -322,5 +349,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory)
       expect(outcomes.sort()).toEqual(['blocked', 'created']);
       expect(await store.list()).toHaveLength(1);
     });
+
+    admissionConformanceCases(() => store);
   });
 }

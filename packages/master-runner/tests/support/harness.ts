@@ -87,6 +87,28 @@ export async function makeWorld(options: { callTimeoutMs?: number; publishTimeou
   };
 }
 
+/** A store that forwards every call to `store` except those in `overrides` (to hold or count one of them). */
+export function wrapStore(store: RecordStore, overrides: Partial<RecordStore>): RecordStore {
+  return {
+    location: store.location,
+    get: (id) => store.get(id),
+    getByJid: (jid) => store.getByJid(jid),
+    list: (filter, page) => store.list(filter, page),
+    countUnresolved: () => store.countUnresolved(),
+    scan: (filter, options) => store.scan(filter, options),
+    withTarget: (minionId, work) => store.withTarget(minionId, work),
+    updateRequest: (id, decide) => store.updateRequest(id, decide),
+    claimKey: (key, options) => store.claimKey(key, options),
+    releaseKey: (key, requestId) => store.releaseKey(key, requestId),
+    expireKeys: (before) => store.expireKeys(before),
+    claimOutbox: (options) => store.claimOutbox(options),
+    removeOutbox: (requestId) => store.removeOutbox(requestId),
+    deferOutbox: (requestId, at) => store.deferOutbox(requestId, at),
+    close: () => store.close(),
+    ...overrides,
+  };
+}
+
 /** The MasterRunnerError `promise` rejects with; fails if it resolves or rejects with anything else. */
 export async function refusal(promise: Promise<unknown>): Promise<MasterRunnerError> {
   try {

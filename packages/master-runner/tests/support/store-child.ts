@@ -1,4 +1,5 @@
 import type { RequestRecord } from '@oduflow/protocol';
+import type { AdmissionKey } from '../../src/record-store.js';
 import { createFileRecordStore } from '../../src/file-record-store.js';
 import { migrateFileRecordStore } from '../../src/migrate-store.js';
 import type { StoreCrashPoint } from '../../src/crash-points.js';
@@ -8,7 +9,8 @@ import type { StoreCrashPoint } from '../../src/crash-points.js';
  * store crash point (or stops there, holding what it holds, until it is
  * killed). Bundled by store-process.ts; argv[2] is a JSON Job.
  *
- *   create   withTarget(record.minion_id) → create(record)
+ *   create   withTarget(record.minion_id) → create(record), with `key` (claimed first,
+ *            under the record's request id) and `outbox` when given: an admission's unit
  *   update   updateRequest(record.request_id) → the given record
  *   migrate  migrateFileRecordStore
  *
@@ -22,6 +24,8 @@ interface Job {
   readonly op: 'create' | 'update' | 'migrate';
   readonly root: string;
   readonly record?: RequestRecord;
+  readonly key?: AdmissionKey;
+  readonly outbox?: { readonly stateDataJson: string };
   readonly at?: StoreCrashPoint;
   readonly nth?: number;
   readonly then?: 'kill' | 'hold';
@@ -56,7 +60,13 @@ async function run(): Promise<unknown> {
     const record = recordOf(job.record);
     if (job.op === 'update') return await store.updateRequest(record.request_id, () => record);
     if (record.protocol !== 1) throw new Error('only protocol 1 records are created');
-    return await store.withTarget(record.minion_id, (unit) => unit.create(record));
+    const { key, outbox } = job;
+    if (key !== undefined) {
+      const claim = await store.claimKey(key, { requestId: record.request_id, now: new Date(record.created_at), leaseMs: 60_000 });
+      if (claim.kind !== 'claimed') throw new Error(`the key was not free: ${claim.kind}`);
+    }
+    const options = { ...(key === undefined ? {} : { key }), ...(outbox === undefined ? {} : { outbox }) };
+    return await store.withTarget(record.minion_id, (unit) => unit.create(record, options));
   } finally {
     await store.close();
   }

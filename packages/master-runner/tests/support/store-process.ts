@@ -4,24 +4,27 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 import type { RequestRecord } from '@oduflow/protocol';
-import type { StoreCrashPoint } from '../../src/crash-points.js';
+import type { CrashPoint, StoreCrashPoint } from '../../src/crash-points.js';
+import type { AdmissionKey } from '../../src/record-store.js';
 
 /*
- * Runs store-child.ts in a real Node process (Node 20 cannot run the
+ * Runs store-child.ts (or relay-child.ts) in a real Node process (Node 20 cannot run the
  * TypeScript sources, so it is bundled first, with our packages left as
  * imports of their built dist). Every wait has a deadline.
  */
 
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-let bundle: string | undefined;
+type ChildName = 'store-child' | 'relay-child';
+const bundles = new Map<ChildName, string>();
 
-function childBundle(): string {
-  if (bundle !== undefined) return bundle;
+function childBundle(name: ChildName): string {
+  const built = bundles.get(name);
+  if (built !== undefined) return built;
   // Inside the package, so the bare imports resolve through its node_modules.
-  const outfile = join(packageDir, 'build', 'store-child.mjs');
+  const outfile = join(packageDir, 'build', `${name}.mjs`);
   mkdirSync(dirname(outfile), { recursive: true });
   const result = buildSync({
-    entryPoints: [join(packageDir, 'tests', 'support', 'store-child.ts')],
+    entryPoints: [join(packageDir, 'tests', 'support', `${name}.ts`)],
     bundle: true,
     packages: 'external',
     platform: 'node',
@@ -34,7 +37,7 @@ function childBundle(): string {
   const temporary = `${outfile}.${process.pid}`;
   writeFileSync(temporary, result.outputFiles[0]?.contents ?? '');
   renameSync(temporary, outfile);
-  bundle = outfile;
+  bundles.set(name, outfile);
   return outfile;
 }
 
@@ -42,6 +45,9 @@ export interface StoreJob {
   readonly op: 'create' | 'update' | 'migrate';
   readonly root: string;
   readonly record?: RequestRecord;
+  /** With op create: claim this key under the record's request id, then create with it. */
+  readonly key?: AdmissionKey;
+  readonly outbox?: { readonly stateDataJson: string };
   readonly at?: StoreCrashPoint;
   readonly nth?: number;
   readonly then?: 'kill' | 'hold';
@@ -64,8 +70,25 @@ export interface StoreProcess {
 
 const DEADLINE_MS = 20_000;
 
+/** relay-child.ts: one relayOnce pass over the store, SIGKILLed at `at` (or killed by the parent while it holds a publication). */
+export interface RelayJob {
+  readonly root: string;
+  readonly url: string;
+  readonly username: string;
+  readonly passwordFile: string;
+  readonly at?: CrashPoint;
+}
+
 export function startStoreJob(job: StoreJob, env: Readonly<Record<string, string>> = {}): StoreProcess {
-  const child: ChildProcess = spawn(process.execPath, [childBundle(), JSON.stringify(job)], {
+  return startChild('store-child', job, env);
+}
+
+export function startRelayJob(job: RelayJob): StoreProcess {
+  return startChild('relay-child', job, {});
+}
+
+function startChild(name: ChildName, job: StoreJob | RelayJob, env: Readonly<Record<string, string>>): StoreProcess {
+  const child: ChildProcess = spawn(process.execPath, [childBundle(name), JSON.stringify(job)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
   });
@@ -76,7 +99,7 @@ export function startStoreJob(job: StoreJob, env: Readonly<Record<string, string
   const ended = new Promise<StoreRun>((done, fail) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      fail(new Error(`the store child did not end within ${DEADLINE_MS} ms; stdout: ${stdout} stderr: ${stderr}`));
+      fail(new Error(`the child did not end within ${DEADLINE_MS} ms; stdout: ${stdout} stderr: ${stderr}`));
     }, DEADLINE_MS);
     child.on('error', fail);
     child.on('close', (code, signal) => {
@@ -91,8 +114,8 @@ export function startStoreJob(job: StoreJob, env: Readonly<Record<string, string
         const started = Date.now();
         const check = (): void => {
           if (stdout.includes('HOLDING\n')) return done();
-          if (child.exitCode !== null || child.signalCode !== null) return fail(new Error(`the store child ended before holding; stderr: ${stderr}`));
-          if (Date.now() - started > DEADLINE_MS) return fail(new Error(`the store child did not hold within ${DEADLINE_MS} ms`));
+          if (child.exitCode !== null || child.signalCode !== null) return fail(new Error(`the child ended before holding; stderr: ${stderr}`));
+          if (Date.now() - started > DEADLINE_MS) return fail(new Error(`the child did not hold within ${DEADLINE_MS} ms`));
           setTimeout(check, 5);
         };
         check();

@@ -1,0 +1,146 @@
+import type { Logger, MasterDeps, RecordStore, SaltApiClient } from '@oduflow/master-runner';
+import type { CrashPoint } from '@oduflow/master-runner/internal';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { ServiceContext } from './context.js';
+import { startLoops, type Loops } from './loops.js';
+import { createServiceMetrics, type ServiceMetrics } from './metrics.js';
+import type { TokenRegistry } from './tokens.js';
+
+/*
+ * One running service: the HTTP app on its socket and the background loops,
+ * sharing one store and ONE salt-api client (its exchange gate keeps
+ * publications apart from reads only within one client). The caller opens
+ * and closes the store and the client; stop() drains in this order:
+ *   1. readiness fails and new authenticated requests are refused (503);
+ *   2. the listener closes and the requests in flight finish (an admission
+ *      completes its unit, or stores nothing);
+ *   3. the loops are aborted and their work in hand is finished (a
+ *      publication in flight is awaited and recorded);
+ * so nothing is left half-written beyond what a crash would leave, and
+ * every store write is atomic anyway.
+ */
+
+export interface ServiceOptions {
+  readonly store: RecordStore;
+  readonly salt: SaltApiClient;
+  readonly logger: Logger;
+  readonly callTimeoutMs: number;
+  readonly tokens: () => TokenRegistry;
+  readonly host: string;
+  /** 0: any free port (tests, and the lead's multi-instance runs); the address is in `address`. */
+  readonly port: number;
+  readonly relayConcurrency: number;
+  readonly pollConcurrency: number;
+  readonly pollWalkEveryMs: number;
+  readonly eventStream: boolean;
+  readonly keyRetentionMs: number;
+  readonly unboundLegacy: readonly string[];
+  readonly now?: () => Date;
+  /** The crash-test seam (tests' own entry only). */
+  readonly crashAt?: (point: CrashPoint) => void;
+  /** How long a readiness answer about salt-api is reused (ms; default 5000). */
+  readonly saltReadinessCacheMs?: number;
+}
+
+export interface RunningService {
+  /** http://host:port actually bound. */
+  readonly address: string;
+  readonly app: FastifyInstance;
+  readonly metrics: ServiceMetrics;
+  readonly loops: Loops;
+  /** Drains and stops; resolves when everything in flight is settled. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * salt-api readiness, asked at most every `cacheMs`; concurrent probes share
+ * one login. A login waits behind a publication in flight (the client's
+ * gate), so a probe never waits longer than `answerWithinMs` for it: it then
+ * answers with the last result known ('checking' before the first).
+ */
+export function saltReadiness(check: () => Promise<string>, cacheMs: number, answerWithinMs = 2_000): () => Promise<string> {
+  let last: { readonly at: number; readonly answer: string } | undefined;
+  let pending: Promise<string> | undefined;
+  return async () => {
+    if (pending === undefined && (last === undefined || Date.now() - last.at > cacheMs)) {
+      const started = check().then(
+        (answer) => answer,
+        () => 'failed',
+      );
+      pending = started;
+      void started.then((answer) => {
+        last = { at: Date.now(), answer };
+        pending = undefined;
+      });
+    }
+    if (pending === undefined) return (last as { answer: string }).answer;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), answerWithinMs)));
+    try {
+      return (await Promise.race([pending, late])) ?? last?.answer ?? 'checking';
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+export async function startService(options: ServiceOptions): Promise<RunningService> {
+  const deps: MasterDeps & { logger: Logger } = {
+    store: options.store,
+    salt: options.salt,
+    logger: options.logger,
+    callTimeoutMs: options.callTimeoutMs,
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.crashAt === undefined ? {} : { crashAt: options.crashAt }),
+  };
+  const metrics = createServiceMetrics({ store: options.store });
+  const controller = new AbortController();
+  let draining = false;
+  const loops = startLoops(deps, {
+    signal: controller.signal,
+    metrics,
+    relayConcurrency: options.relayConcurrency,
+    pollConcurrency: options.pollConcurrency,
+    pollWalkEveryMs: options.pollWalkEveryMs,
+    events: options.eventStream ? options.salt : undefined,
+    keyRetentionMs: options.keyRetentionMs,
+  });
+  const ctx: ServiceContext = {
+    deps,
+    tokens: options.tokens,
+    metrics,
+    onAdmitted: () => loops.relay.wake(),
+    saltReadiness: saltReadiness(
+      () => options.salt.checkLogin(Math.min(options.callTimeoutMs, 5_000)).then((r) => (r.ok ? 'ok' : r.reason)),
+      options.saltReadinessCacheMs ?? 5_000,
+    ),
+    unboundLegacy: options.unboundLegacy,
+    draining: () => draining,
+  };
+
+  let app: FastifyInstance | undefined;
+  let address: string;
+  try {
+    app = await buildApp(ctx);
+    address = await app.listen({ host: options.host, port: options.port });
+  } catch (error) {
+    await app?.close();
+    controller.abort();
+    await loops.done.catch(() => undefined);
+    throw error;
+  }
+  const listening = app;
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      draining = true;
+      await listening.close();
+      controller.abort();
+      await loops.done.catch(() => undefined); // a failed loop was logged when it failed
+    })();
+    return stopping;
+  };
+  return { address, app: listening, metrics, loops, stop };
+}
