@@ -21,6 +21,7 @@ import type { CommonFlags } from './config.js';
 import { EXIT, EXIT_FOR_ERROR, type ExitCode } from './exit-codes.js';
 import { migrateStoreCommand } from './migrate-store-command.js';
 import { renderJson, renderTable } from './output.js';
+import { registerRolloutCommand } from './rollout/command.js';
 import { verifyFleetCommand, type VerifyFleetFlags } from './verify-fleet.js';
 import type { Env, Seams, Wiring } from './wiring.js';
 
@@ -152,6 +153,8 @@ export async function main(argv: readonly string[], env: Env, io: Io, seams: Sea
     .option('--minion <id...>', 'only these minions (repeatable)')
     .option('--expected-sha256 <hex>', 'the reviewed module digest (default: the oduflow_job.py of @oduflow/minion-wrapper)')
     .action(run<VerifyFleetFlags>((w, flags) => verifyFleetCommand(w, flags)));
+
+  registerRolloutCommand(program, { withCommonOptions, run, io });
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
