@@ -108,7 +108,10 @@ export interface RolloutTerminal {
   readonly stdin: AsyncIterable<Buffer | string>;
 }
 
-const PROCESS_TERMINAL: RolloutTerminal = { stderrIsTty: process.stderr.isTTY === true, stderr: process.stderr, stdin: process.stdin };
+/** This process's terminal, looked at only when a rollout starts (touching process.stdin opens it). */
+function processTerminal(): RolloutTerminal {
+  return { stderrIsTty: process.stderr.isTTY === true, stderr: process.stderr, stdin: process.stdin };
+}
 
 async function startOrResume(w: Wiring, flags: RolloutFlags, write: (text: string) => void, terminal: RolloutTerminal): Promise<CommandResult> {
   if (flags.profile === undefined) usage('rollout needs --profile');
@@ -163,10 +166,10 @@ export async function rolloutCommand(
   flags: RolloutFlags,
   operands: readonly (string | undefined)[],
   write: (text: string) => void,
-  terminal: RolloutTerminal = PROCESS_TERMINAL,
+  terminal: () => RolloutTerminal = processTerminal,
 ): Promise<CommandResult> {
   const [action, runId] = operands;
-  if (action === undefined) return startOrResume(w, flags, write, terminal);
+  if (action === undefined) return startOrResume(w, flags, write, terminal());
   const startFlags = ['profile', 'targets', 'batch', 'maxUnresolved', 'dryRun', 'resume', 'stateDataFile', 'stageTimeout', 'pollInterval', 'concurrency'] as const;
   if (startFlags.some((flag) => flags[flag] !== undefined)) usage(`rollout ${action} takes only --workspace and the common options`);
   const workspace = rolloutWorkspace(flags, w.env);
