@@ -97,6 +97,11 @@ describe('a rollout against the stand-in', () => {
     const running = readRollout(workspace, handle.runId);
     expect(running).toMatchObject({ status: 'running', finished_at: null, duration_ms: null });
     expect(listRollouts(workspace)).toMatchObject([{ run_id: handle.runId, valid: true, status: 'running', stages: 1 }]);
+    // A second rollout in the same workspace is refused while this one runs, before it asks anything.
+    const calls = world.standIn.callCount;
+    const second = await refusalOf(runRollout(world.deps, { profile: 'configure', targets: targetsOf(1, '0190e6a5-1c2d-7e3f-8a4c') }, { workspace, ...fast }));
+    expect([second.code, second.detail]).toEqual(['rollout_refused', 'job_locked']);
+    expect(world.standIn.callCount).toBe(calls);
     world.standIn.releaseHeld();
     const held = setInterval(() => world.standIn.releaseHeld(), 5);
     try {

@@ -55,6 +55,8 @@ export const BUDGET_OUTCOMES: readonly RolloutOutcome[] = ['failed', 'unknown', 
 export const REASON_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 /** A reason's specifics: one code, or several separated by commas (readiness reasons). */
 export const DETAIL_PATTERN = /^[a-z0-9][a-z0-9_.]{0,63}(,[a-z0-9][a-z0-9_.]{0,63}){0,31}$/;
+/** At most this long: a batch of MAX_BATCH_SIZE rows stays well inside the envelope's 1 MiB stage state. */
+export const MAX_DETAIL_LENGTH = 256;
 
 /** One target's row: in a stage's checkpoint, in the report, in the CLI's table. */
 export interface TargetRow {
@@ -76,7 +78,7 @@ export interface TargetRow {
 
 /** A detail only when it is made of codes; anything else is dropped rather than passed on. */
 function codes(value: string | null): string | null {
-  return value !== null && DETAIL_PATTERN.test(value) ? value : null;
+  return value !== null && value.length <= MAX_DETAIL_LENGTH && DETAIL_PATTERN.test(value) ? value : null;
 }
 
 /** The specifics of a record's reason, as one code (or a comma-separated list of readiness reasons). */

@@ -1,7 +1,7 @@
 import { PROFILES, REQUEST_STATES, isMinionId, isRequestId, type JsonValue } from '@oduflow/protocol';
 import { z } from 'zod';
 import { MasterRunnerError } from '../errors.js';
-import { DETAIL_PATTERN, PENDING, REASON_PATTERN, ROLLOUT_OUTCOMES, type TargetRow } from './outcomes.js';
+import { DETAIL_PATTERN, MAX_DETAIL_LENGTH, PENDING, REASON_PATTERN, ROLLOUT_OUTCOMES, type TargetRow } from './outcomes.js';
 import { MAX_BATCH_SIZE, MAX_ROLLOUT_TARGETS } from './spec.js';
 
 /*
@@ -22,7 +22,7 @@ export const TargetRowSchema = z.strictObject({
   outcome: z.enum([...ROLLOUT_OUTCOMES, PENDING]),
   record_state: z.enum(REQUEST_STATES).nullable(),
   reason: z.string().regex(REASON_PATTERN).nullable(),
-  detail: z.string().regex(DETAIL_PATTERN).nullable(),
+  detail: z.string().max(MAX_DETAIL_LENGTH).regex(DETAIL_PATTERN).nullable(),
   blocked_by: z.string().refine(isRequestId).nullable(),
   passed: Count.nullable(),
   total: Count.nullable(),
