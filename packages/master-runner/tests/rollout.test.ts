@@ -210,6 +210,29 @@ describe('a rollout against the stand-in', () => {
   });
 });
 
+describe('a custom rollout', () => {
+  const PLANTED = 'planted-state-data-4f1d';
+  const stateDataJson = `{"marker":{"file.managed":[{"contents":"${PLANTED}"},{"name":"/tmp/oduflow-marker"}]}}`;
+
+  it('publishes its state data with each dispatch, stores it nowhere, and resumes only with the same data', async () => {
+    const targets = targetsOf(3);
+    const down: MasterDeps = { ...world.deps, salt: { ...world.salt, call: () => Promise.reject(new Error('salt-api down')) } };
+    const failed = await rollout({ profile: 'custom', targets, stateDataJson }, {}, down);
+    expect(failed).toMatchObject({ status: 'failed', halted: 'stage_exception' });
+
+    const report = await rollout({ profile: 'custom', targets, stateDataJson }, { resume: failed.run_id });
+    expect(report).toMatchObject({ status: 'succeeded', profile: 'custom', counts: { succeeded: 3 } });
+    expect(world.standIn.publications.map((p) => p.args[2])).toEqual(targets.map(() => stateDataJson));
+    const written = [...listFilesUnder(workspace), ...listFilesUnder(world.storeRoot)].map((f) => readFileSync(f, 'utf8'));
+    expect(written.filter((text) => text.includes(PLANTED) || text.includes('file.managed'))).toEqual([]);
+    expect(JSON.stringify(report)).not.toContain(PLANTED);
+  });
+});
+
+function listFilesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
 describe('a rollout of 200 targets', () => {
   it('publishes exactly once to each, and counts every outcome', async () => {
     const targets = targetsOf(200);
