@@ -83,10 +83,7 @@ function emptyStore(location: string): RecordStore {
     get: async () => undefined,
     getByJid: async () => undefined,
     list: async () => [],
-    // eslint-disable-next-line require-yield
-    scan: async function* () {
-      return;
-    },
+    scan: () => ({ [Symbol.asyncIterator]: () => ({ next: async () => ({ done: true as const, value: undefined }) }) }),
     withTarget: refuse,
     updateRequest: refuse,
     close: async () => undefined,
