@@ -11,30 +11,6 @@ import type { MasterRunnerErrorCode, RolloutReport, TargetOutcome } from '@odufl
 export const EXIT = Object.freeze({ ok: 0, internal: 1, refused: 2, unresolved: 3 });
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', ExitCode>> = Object.freeze({
-  usage: EXIT.refused,
-  invalid_input: EXIT.refused,
-  target_blocked: EXIT.refused,
-  request_conflict: EXIT.refused,
-  not_found: EXIT.refused,
-  illegal_transition: EXIT.refused,
-  store_unsafe: EXIT.refused,
-  store_format: EXIT.refused,
-  credentials_insecure: EXIT.refused,
-  credentials_unreadable: EXIT.refused,
-  config_invalid: EXIT.refused,
-  store_corrupt: EXIT.internal,
-  store_busy: EXIT.internal,
-  store_io: EXIT.internal,
-  internal: EXIT.internal,
-  // Nothing was recorded and nothing is known yet: try again later.
-  minion_unreachable: EXIT.unresolved,
-  no_target: EXIT.refused,
-  // Another rollout holds the workspace, no such run, a resume of another job or of a damaged checkpoint: nothing ran.
-  rollout_refused: EXIT.refused,
-  rollout_io: EXIT.internal,
-});
-
 /*
  * A rollout that ran ends with the status of its worst target: 3 when any
  * target failed, may have run without a receipt, is still open, or could
@@ -63,3 +39,27 @@ export function exitForRollout(report: Pick<RolloutReport, 'halted' | 'status' |
   if (report.status !== 'succeeded' || codes.has(EXIT.unresolved)) return EXIT.unresolved;
   return codes.has(EXIT.refused) ? EXIT.refused : EXIT.ok;
 }
+
+export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', ExitCode>> = Object.freeze({
+  usage: EXIT.refused,
+  invalid_input: EXIT.refused,
+  target_blocked: EXIT.refused,
+  request_conflict: EXIT.refused,
+  not_found: EXIT.refused,
+  illegal_transition: EXIT.refused,
+  store_unsafe: EXIT.refused,
+  store_format: EXIT.refused,
+  credentials_insecure: EXIT.refused,
+  credentials_unreadable: EXIT.refused,
+  config_invalid: EXIT.refused,
+  store_corrupt: EXIT.internal,
+  store_busy: EXIT.internal,
+  store_io: EXIT.internal,
+  internal: EXIT.internal,
+  // Nothing was recorded and nothing is known yet: try again later.
+  minion_unreachable: EXIT.unresolved,
+  no_target: EXIT.refused,
+  // Another rollout holds the workspace, no such run, a resume of another job or of a damaged checkpoint: nothing ran.
+  rollout_refused: EXIT.refused,
+  rollout_io: EXIT.internal,
+});

@@ -44,7 +44,6 @@ expectTypeOf<StageContext['state']>().toEqualTypeOf<JsonValue | null>();
 expectTypeOf<StageContext['saveState']>().parameter(0).toEqualTypeOf<JsonValue | null>();
 expectTypeOf<StageContext['scratch']>().returns.toEqualTypeOf<PrivateDir>();
 expectTypeOf<StageContext['entry']>().toEqualTypeOf<'first' | 'after_interruption' | 'after_failure'>();
-expectTypeOf<StageContext['earlierState']>().returns.toEqualTypeOf<JsonValue | null>();
 
 expectTypeOf<CheckpointEvent['kind']>().toEqualTypeOf<'start' | 'before_stage' | 'after_stage' | 'end'>();
 expectTypeOf<JobEnvelopeError['code']>().toEqualTypeOf<JobEnvelopeErrorCode>();

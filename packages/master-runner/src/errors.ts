@@ -87,10 +87,6 @@ export const MASTER_RUNNER_DETAILS = [
   'invalid_expected_sha256',
   /** The reviewed module (its digest) could not be read from @oduflow/minion-wrapper. */
   'module_asset_unreadable',
-  /** store_format: the store predates the format marker; run `oduflow-master migrate-store` once. */
-  'needs_migration',
-  /** store_format: the store's format marker names a version this release does not know. */
-  'unknown_format',
   /** A rollout was given no target. */
   'no_targets',
   /** A rollout was given more targets than it can track (MAX_ROLLOUT_TARGETS). */
@@ -101,6 +97,10 @@ export const MASTER_RUNNER_DETAILS = [
   'invalid_budget',
   /** A rollout option (stage timeout, poll interval, concurrency, workspace) is malformed. */
   'invalid_rollout_option',
+  /** store_format: the store predates the format marker; run `oduflow-master migrate-store` once. */
+  'needs_migration',
+  /** store_format: the store's format marker names a version this release does not know. */
+  'unknown_format',
 ] as const;
 
 /**
