@@ -88,6 +88,8 @@ class BatchStage {
   readonly #batch: readonly string[];
   #state: RolloutStageState;
   #savedAt = 0;
+  /** Whether a row changed since the last checkpoint (an unchanged batch is not written again). */
+  #dirty = true;
 
   constructor(d: ResolvedDeps, spec: RolloutSpec, settings: StageSettings, ctx: StageContext<RolloutFailureCode>) {
     this.#d = d;
@@ -118,14 +120,19 @@ class BatchStage {
     return { ...fresh, targets: saved.targets };
   }
 
+  /** Checkpoints the batch: always when `force`, else only what changed, at most once a second (for readers of a running rollout). */
   #save(force: boolean): void {
     const now = performance.now();
-    if (!force && now - this.#savedAt < SAVE_EVERY_MS) return;
+    if (!force && (!this.#dirty || now - this.#savedAt < SAVE_EVERY_MS)) return;
     this.#ctx.saveState(stateValue(this.#state));
     this.#savedAt = now;
+    this.#dirty = false;
   }
 
   #set(index: number, row: TargetRow): void {
+    const before = this.#state.targets[index];
+    if (before !== undefined && JSON.stringify(before) === JSON.stringify(row)) return;
+    this.#dirty = true;
     const targets = [...this.#state.targets];
     targets[index] = row;
     this.#state = { ...this.#state, targets };
