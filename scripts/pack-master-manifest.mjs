@@ -19,6 +19,7 @@ if (dir === undefined || version === undefined) {
 const PACKAGES = {
   '@oduflow/protocol': 'oduflow-protocol',
   '@oduflow/receipt-store': 'oduflow-receipt-store',
+  '@oduflow/job-envelope': 'oduflow-job-envelope',
   '@oduflow/minion-wrapper': 'oduflow-minion-wrapper',
   '@oduflow/master-runner': 'oduflow-master-runner',
   'oduflow-master': 'oduflow-master',

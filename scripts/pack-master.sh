@@ -5,7 +5,7 @@
 #   oduflow-master-<version>/
 #     package.json        depends on the four packed tarballs below (and pins them for every nested use)
 #     package-lock.json   every third-party package pinned, with its integrity
-#     packages/*.tgz      `npm pack` of @oduflow/protocol, @oduflow/receipt-store, @oduflow/minion-wrapper (verify-fleet's reviewed module), @oduflow/master-runner, oduflow-master
+#     packages/*.tgz      `npm pack` of @oduflow/protocol, @oduflow/receipt-store, @oduflow/job-envelope (rollouts), @oduflow/minion-wrapper (verify-fleet's reviewed module), @oduflow/master-runner, oduflow-master
 #
 # On the host: extract, `npm ci --omit=dev` inside (Node >= 20.18, npm, a C
 # compiler for receipt-store's Node-API addon, and the npm registry or a
@@ -30,7 +30,7 @@ bash scripts/ensure-node.sh
 if [ "$build" = 1 ]; then
   npx nx run oduflow-master:build --outputStyle=static >&2
 fi
-for package in packages/protocol packages/receipt-store packages/minion-wrapper packages/master-runner apps/master; do
+for package in packages/protocol packages/receipt-store packages/job-envelope packages/minion-wrapper packages/master-runner apps/master; do
   [ -d "$package/dist" ] || { echo "pack-master: $package/dist is missing; build first (or drop --no-build)" >&2; exit 1; }
 done
 
@@ -40,7 +40,7 @@ stage=$(mktemp -d "${TMPDIR:-/tmp}/oduflow-pack.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name/packages"
 npm pack --silent --pack-destination "$stage/$name/packages" \
-  --workspace packages/protocol --workspace packages/receipt-store --workspace packages/minion-wrapper \
+  --workspace packages/protocol --workspace packages/receipt-store --workspace packages/job-envelope --workspace packages/minion-wrapper \
   --workspace packages/master-runner --workspace apps/master >/dev/null
 
 node scripts/pack-master-manifest.mjs "$stage/$name" "$version"

@@ -24,6 +24,7 @@ import type { ServeFlags } from './serve/serve-config.js';
 import { SCOPES } from './serve/tokens.js';
 import { tokenNewCommand, tokenNewText, type TokenNewFlags } from './serve/token-command.js';
 import { renderJson, renderTable } from './output.js';
+import { registerRolloutCommand } from './rollout/command.js';
 import { verifyFleetCommand, type VerifyFleetFlags } from './verify-fleet.js';
 import type { Env, Seams, Wiring } from './wiring.js';
 
@@ -199,6 +200,8 @@ export async function main(argv: readonly string[], env: Env, io: Io, seams: Sea
     .option('--minion <id...>', 'only these minions (repeatable)')
     .option('--expected-sha256 <hex>', 'the reviewed module digest (default: the oduflow_job.py of @oduflow/minion-wrapper)')
     .action(run<VerifyFleetFlags>((w, flags) => verifyFleetCommand(w, flags)));
+
+  registerRolloutCommand(program, { withCommonOptions, run, io });
 
   try {
     await program.parseAsync([...argv], { from: 'user' });

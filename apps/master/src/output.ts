@@ -18,6 +18,8 @@ export interface Report {
   readonly rows?: readonly Row[];
   /** One record shown field by field. */
   readonly detail?: Row;
+  /** A document of its own (a rollout report): what --json prints, as is, instead of the fields above. */
+  readonly document?: unknown;
 }
 
 function text(cell: Cell | undefined): string {
@@ -50,6 +52,7 @@ export function renderTable(report: Report): string {
 }
 
 export function renderJson(report: Report): string {
+  if (report.document !== undefined) return `${JSON.stringify(report.document)}\n`;
   const body: Record<string, unknown> = { ...(report.summary ?? {}) };
   if (report.detail !== undefined) body['record'] = report.detail;
   if (report.rows !== undefined) body['records'] = report.rows;

@@ -28,6 +28,8 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export interface Seams {
   readonly crashAt?: (point: CrashPoint) => void;
   readonly storeCrashAt?: (point: StoreCrashPoint) => void;
+  /** After each durable checkpoint of a rollout (`kind`, and the stage index of a stage checkpoint). */
+  readonly rolloutCheckpoint?: (kind: string, stageIndex: number | null) => void;
 }
 
 export interface Wiring {

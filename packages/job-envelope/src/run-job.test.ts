@@ -279,6 +279,33 @@ describe('resuming', () => {
     expect(readJsonFile(runFile(first.run_id, 'superseded.json'))).toEqual({ schema_version: 1, run_id: first.run_id, successor: second.run_id });
   });
 
+  it('hands a stage the states its earlier stages saved, in the first run and after a resume, and refuses any other stage', async () => {
+    const carried: unknown[] = [];
+    const codes: string[] = [];
+    const totals = (fail: boolean): JobStage[] =>
+      STAGE_IDS.map((id, index) => ({
+        id,
+        run: async (ctx) => {
+          const before = index === 0 ? 0 : (ctx.earlierState(STAGE_IDS[index - 1] as string) as { total: number }).total;
+          carried.push([id, before]);
+          if (index === 0) for (const other of [id, 'gamma', 'nope']) codes.push(await codeOf(() => ctx.earlierState(other)));
+          ctx.saveState({ total: before + index + 1 });
+          if (fail && id === 'gamma') throw new Error('stop here');
+        },
+      }));
+    const first = await runJob(spec(), totals(true), { workspace });
+    expect(codes).toEqual(['invalid_argument', 'invalid_argument', 'invalid_argument']);
+    const resumed = await runJob(spec(), totals(false), { workspace, resume: first.run_id });
+    expect(resumed.status).toBe('succeeded');
+    // gamma, re-entered in the resumed run, reads beta's state carried over from the first run.
+    expect(carried).toEqual([
+      ['alpha', 0],
+      ['beta', 1],
+      ['gamma', 3],
+      ['gamma', 3],
+    ]);
+  });
+
   it('re-enters a stage found running as after_interruption, once, and skips the stages before it', async () => {
     const source = await interruptAt(spec(), recordingStages(), { workspace }, 'before_stage', 1);
     expect(stageFile(source, 1)).toMatchObject({ status: 'running', attempts: 1 });

@@ -255,8 +255,12 @@ class Runner {
     this.#emit('start', null);
   }
 
-  /** Checkpoints `before_stage` and `after_stage` around one stage; returns its final ledger entry. */
-  async runStage(stage: JobStage, index: number, previous: LedgerStage): Promise<LedgerStage> {
+  /**
+   * Checkpoints `before_stage` and `after_stage` around one stage; returns its
+   * final ledger entry. `ledger`: the job's stages as reached so far (those
+   * before `index` have succeeded).
+   */
+  async runStage(stage: JobStage, index: number, previous: LedgerStage, ledger: readonly LedgerStage[]): Promise<LedgerStage> {
     const runId = this.#header.run_id;
     let state = previous.state;
     const running: LedgerStage = { ...previous, status: 'running', started_at: this.#stamp(), finished_at: null, attempts: previous.attempts + 1, error: null };
@@ -282,6 +286,12 @@ class Runner {
         const checked = checkStageStateValue(value);
         writeStageRecord(dir, stageRecord(runId, index, { ...running, state: checked }));
         state = checked;
+      },
+      earlierState(stageId) {
+        const position = ledger.findIndex((s) => s.stage_id === stageId);
+        const found = position >= 0 && position < index ? ledger[position] : undefined;
+        if (found === undefined) throw new JobEnvelopeError('invalid_argument', `stage ${index} asked for the state of a stage that is not before it`);
+        return found.state === null ? null : structuredClone(found.state);
       },
       fail(code) {
         throw new DeclaredStageFailure(code);
@@ -363,7 +373,7 @@ async function execute(workspace: Workspace, plan: Plan, spec: JobSpec, stages: 
     for (const [index, stage] of stages.entries()) {
       const previous = ledger[index] as LedgerStage;
       if (previous.status === 'succeeded') continue;
-      const outcome = await runner.runStage(stage, index, previous);
+      const outcome = await runner.runStage(stage, index, previous, ledger);
       ledger[index] = outcome;
       if (outcome.status === 'failed') {
         status = 'failed';

@@ -36,6 +36,14 @@ export interface StageContext<Code extends string = string> {
    * hands it back to the stage. Only valid while the stage runs.
    */
   saveState(state: JsonValue | null): void;
+  /**
+   * The state an earlier stage of this job saved (a detached copy; null if it
+   * saved none). Every earlier stage has succeeded, in this run or in the one
+   * resumed, so a stage can carry a running total forward (a rollout's error
+   * budget) by reading only its predecessor. `invalid_argument` for a stage id
+   * that is not before this one.
+   */
+  earlierState(stageId: string): JsonValue | null;
   /** Ends the stage as failed with one of its declared `failureCodes`; the job stops there. */
   fail(code: Code): never;
   /** Opens a private 0700 directory of this run for the stage's own files (not carried over by a resume); close it when done. */

@@ -1,3 +1,4 @@
+import type { JobEnvelopeErrorCode } from '@oduflow/job-envelope';
 import type { CallFailure, ProtocolErrorCode, RequestState } from '@oduflow/protocol';
 import type { ReceiptStoreErrorCode } from '@oduflow/receipt-store';
 
@@ -51,6 +52,15 @@ export const MASTER_RUNNER_ERROR_CODES = [
    * be dispatched again once the key is accepted.
    */
   'no_target',
+  /**
+   * The rollout workspace refused the operation (`detail`: the job-envelope
+   * code: `job_locked`, `run_not_found`, `resume_mismatch`,
+   * `corrupt_checkpoint`, `run_superseded`, `run_finished`,
+   * `unsafe_workspace`, `invalid_argument`). Nothing was dispatched.
+   */
+  'rollout_refused',
+  /** The rollout workspace could not be read or written (`detail` io_error); the last checkpoint stays, resume from it. */
+  'rollout_io',
 ] as const;
 
 export type MasterRunnerErrorCode = (typeof MASTER_RUNNER_ERROR_CODES)[number];
@@ -77,6 +87,16 @@ export const MASTER_RUNNER_DETAILS = [
   'invalid_expected_sha256',
   /** The reviewed module (its digest) could not be read from @oduflow/minion-wrapper. */
   'module_asset_unreadable',
+  /** A rollout was given no target. */
+  'no_targets',
+  /** A rollout was given more targets than it can track (MAX_ROLLOUT_TARGETS). */
+  'too_many_targets',
+  /** A rollout batch size is not a whole number in range, or makes too many stages. */
+  'invalid_batch_size',
+  /** A rollout's max-unresolved budget is not a whole number of targets. */
+  'invalid_budget',
+  /** A rollout option (stage timeout, poll interval, concurrency, workspace) is malformed. */
+  'invalid_rollout_option',
   /** store_format: the store predates the format marker; run `oduflow-master migrate-store` once. */
   'needs_migration',
   /** store_format: the store's format marker names a version this release does not know. */
@@ -98,6 +118,7 @@ export type MasterRunnerErrorDetail =
   | ReceiptStoreErrorCode
   | RequestState
   | CallFailure
+  | JobEnvelopeErrorCode
   | (typeof MASTER_RUNNER_DETAILS)[number];
 
 const MARKER = Symbol.for('oduflow.master-runner.error');

@@ -103,3 +103,32 @@ export {
   type VerifyFleetDeps,
   type VerifyFleetOptions,
 } from './verify-fleet.js';
+export {
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_MAX_UNRESOLVED,
+  MAX_BATCH_SIZE,
+  MAX_ROLLOUT_TARGETS,
+  ROLLOUT_JOB_TYPE,
+  ROLLOUT_SPEC_VERSION,
+  parseRolloutSpec,
+  rolloutJobSpec,
+  stageIdOf,
+  type RolloutInput,
+  type RolloutSpec,
+} from './rollout/spec.js';
+export { rolloutRequestId } from './rollout/request-id.js';
+export { BUDGET_OUTCOMES, PENDING, ROLLOUT_OUTCOMES, type RolloutOutcome, type TargetOutcome, type TargetRow } from './rollout/outcomes.js';
+export { ROLLOUT_FAILURE_CODES, type RolloutFailureCode } from './rollout/batch-stage.js';
+export { ROLLOUT_COUNT_KEYS, RolloutReportSchema, type RolloutCountKey, type RolloutReport, type RolloutReportStage } from './rollout/report.js';
+export {
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_ROLLOUT_CONCURRENCY,
+  DEFAULT_STAGE_TIMEOUT_MS,
+  MAX_ROLLOUT_CONCURRENCY,
+  runRollout,
+  startRollout,
+  type RolloutHandle,
+  type RolloutOptions,
+  type RolloutProgress,
+} from './rollout/start-rollout.js';
+export { listRollouts, readRollout, type RolloutListing } from './rollout/read-rollout.js';

@@ -12,13 +12,13 @@ import { build } from 'tsup';
 const CACHE = fileURLToPath(new URL('../../node_modules/.cache/oduflow-crash-cli/', import.meta.url));
 
 /**
- * Bundles the entry into a directory of this test process's own (test files
+ * Bundles a test-only entry (crash-cli.ts, or rollout-cli.ts) into a directory of this test process's own (test files
  * run in parallel) and returns its path: `node <it> <crash point> <oduflow-master arguments...>`.
  */
-export async function buildCrashCli(): Promise<string> {
+export async function buildCrashCli(name: 'crash-cli' | 'rollout-cli' = 'crash-cli'): Promise<string> {
   const outDir = join(CACHE, `${process.pid}-${randomBytes(4).toString('hex')}`);
   await build({
-    entry: { 'crash-cli': fileURLToPath(new URL('./crash-cli.ts', import.meta.url)) },
+    entry: { [name]: fileURLToPath(new URL(`./${name}.ts`, import.meta.url)) },
     outDir,
     format: ['esm'],
     platform: 'node',
@@ -31,7 +31,7 @@ export async function buildCrashCli(): Promise<string> {
     // Only the entry and src/ are bundled; every package stays external.
     external: [/^@oduflow\//, /^[a-z]/],
   });
-  return join(outDir, 'crash-cli.js');
+  return join(outDir, `${name}.js`);
 }
 
 /** Removes a bundle made by buildCrashCli. */
