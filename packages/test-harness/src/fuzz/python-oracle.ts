@@ -1,0 +1,112 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { MODULE_PATH } from '@oduflow/minion-wrapper';
+import { FIXTURES_DIR } from '../fixtures.js';
+import { REPO_ROOT } from '../topology-paths.js';
+import type { FuzzCase } from './fuzz-case.js';
+import type { Outcome } from './outcome.js';
+
+/** Anything that answers batches of fuzz cases: the Python module, or a test's stand-in. */
+export interface Oracle {
+  evaluate(cases: readonly FuzzCase[]): Promise<Outcome[]>;
+}
+
+export interface PythonOracleOptions {
+  /** The module under test (default: the one @oduflow/minion-wrapper ships). */
+  readonly modulePath?: string;
+  /** The interpreter (default: `<repo>/.venv/bin/python`, or `$ODUFLOW_VENV/bin/python`). */
+  readonly python?: string;
+}
+
+/** The oracle script shipped in this package's python/ directory. */
+export const FUZZ_ORACLE_SCRIPT: string = join(dirname(FIXTURES_DIR), 'python', 'fuzz_oracle.py');
+
+export function defaultPython(): string {
+  return join(process.env.ODUFLOW_VENV ?? join(REPO_ROOT, '.venv'), 'bin', 'python');
+}
+
+type Wire = ['ok', string] | ['error', string] | ['crash', string];
+
+function outcomeOf(wire: Wire): Outcome {
+  switch (wire[0]) {
+    case 'ok':
+      return { kind: 'ok', bytes: wire[1] };
+    case 'error':
+      return { kind: 'error', code: wire[1] };
+    default:
+      return { kind: 'crash', name: wire[1] };
+  }
+}
+
+/**
+ * One long-lived Python process running `python/fuzz_oracle.py` against the
+ * real `oduflow_job.py`: a batch is one JSON line out and one JSON line
+ * back, so the cost per case is a function call, not a process.
+ */
+export class PythonOracle implements Oracle {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private buffered = '';
+  private stderr = '';
+  private exited: string | undefined;
+  private pending: { resolve: (line: string) => void; reject: (error: Error) => void } | undefined;
+
+  private constructor(child: ChildProcessWithoutNullStreams) {
+    this.child = child;
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => this.received(chunk));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      this.stderr = (this.stderr + chunk).slice(-4000);
+    });
+    child.on('exit', (code, signal) => {
+      this.exited = `the Python fuzz oracle exited (${signal ?? `code ${String(code)}`}): ${this.stderr.trim() || 'no output'}`;
+      this.pending?.reject(new Error(this.exited));
+      this.pending = undefined;
+    });
+    child.on('error', (error) => {
+      this.exited = `the Python fuzz oracle could not run: ${error.message}`;
+      this.pending?.reject(new Error(this.exited));
+      this.pending = undefined;
+    });
+  }
+
+  static start(options: PythonOracleOptions = {}): PythonOracle {
+    const python = options.python ?? defaultPython();
+    if (!existsSync(python)) throw new Error(`no Python at ${python}: run scripts/ensure-python.sh first`);
+    const child = spawn(python, ['-X', 'utf8', FUZZ_ORACLE_SCRIPT, options.modulePath ?? MODULE_PATH], { stdio: ['pipe', 'pipe', 'pipe'] });
+    return new PythonOracle(child);
+  }
+
+  private received(chunk: string): void {
+    this.buffered += chunk;
+    const newline = this.buffered.indexOf('\n');
+    if (newline === -1) return;
+    const line = this.buffered.slice(0, newline);
+    this.buffered = this.buffered.slice(newline + 1);
+    const pending = this.pending;
+    this.pending = undefined;
+    pending?.resolve(line);
+  }
+
+  async evaluate(cases: readonly FuzzCase[]): Promise<Outcome[]> {
+    if (this.exited !== undefined) throw new Error(this.exited);
+    if (this.pending !== undefined) throw new Error('the Python fuzz oracle answers one batch at a time');
+    const line = await new Promise<string>((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.child.stdin.write(`${JSON.stringify(cases.map((c) => [c.category, c.input]))}\n`);
+    });
+    const answers = JSON.parse(line) as Wire[];
+    if (answers.length !== cases.length) throw new Error(`the Python fuzz oracle answered ${answers.length} of ${cases.length} cases`);
+    return answers.map(outcomeOf);
+  }
+
+  /** Ends the process (closing its stdin ends its loop) and waits for it. */
+  async close(): Promise<void> {
+    if (this.exited !== undefined) return;
+    await new Promise<void>((resolve) => {
+      this.child.once('exit', () => resolve());
+      this.child.stdin.end();
+    });
+  }
+}
