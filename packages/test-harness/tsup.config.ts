@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/topology-cli.ts', 'src/demo-cli.ts', 'src/fuzz-cli.ts'],
+  entry: ['src/index.ts', 'src/topology-cli.ts', 'src/demo-cli.ts', 'src/fuzz-cli.ts', 'src/model-cli.ts'],
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,
