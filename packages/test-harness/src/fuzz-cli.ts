@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { runDifferentialFuzz, type FuzzReport } from './fuzz/differential.js';
 import { appendFixtureCases, fixtureDraftFor } from './fuzz/fixture-writer.js';
-import { describeOutcome } from './fuzz/outcome.js';
+import { asciiJson, describeOutcome } from './fuzz/outcome.js';
 import { PythonOracle } from './fuzz/python-oracle.js';
 
 const USAGE = 'usage: npm run fuzz -- --cases N [--seed S] [--batch B] [--no-fixtures] [--json]';
@@ -36,7 +36,7 @@ function summary(report: FuzzReport, written: readonly string[]): string {
       `  ${d.case.category} (${d.occurrences}x, replay seed ${d.replay.seed} path ${d.replay.path}): ${d.case.label}`,
       `    TypeScript ${describeOutcome(d.typescript)}`,
       `    Python     ${describeOutcome(d.python)}`,
-      `    input ${JSON.stringify(d.case.input).slice(0, 400)}`,
+      `    input ${asciiJson(d.case.input).slice(0, 400)}`,
     );
   }
   if (written.length > 0) lines.push(`new fixture cases: ${written.join(', ')}`);

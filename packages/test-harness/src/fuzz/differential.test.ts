@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PROTOCOL_CATEGORIES } from '../fixture-runners.js';
 import { runDifferentialFuzz, type FuzzReport } from './differential.js';
 import { appendFixtureCases, fixtureDraftFor } from './fixture-writer.js';
-import { describeOutcome } from './outcome.js';
+import { asciiJson, describeOutcome } from './outcome.js';
 import { PythonOracle } from './python-oracle.js';
 
 /*
@@ -36,7 +36,7 @@ function explained(report: FuzzReport, written: readonly string[]): string {
   const lines = report.disagreements.map(
     (d) =>
       `${d.case.category} x${d.occurrences} (replay seed ${d.replay.seed} path ${d.replay.path}): ${d.case.label}; ` +
-      `TypeScript ${describeOutcome(d.typescript)}, Python ${describeOutcome(d.python)}; input ${JSON.stringify(d.case.input).slice(0, 300)}`,
+      `TypeScript ${describeOutcome(d.typescript)}, Python ${describeOutcome(d.python)}; input ${asciiJson(d.case.input).slice(0, 300)}`,
   );
   return `seed ${report.seed}: ${report.disagreeing} of ${report.cases} cases disagree\n${lines.join('\n')}\nnew fixture cases: ${written.join(', ') || 'none'}`;
 }

@@ -9,8 +9,8 @@ import type { Oracle } from './python-oracle.js';
  * The differential fuzz loop: generate cases with fast-check (seeded, in
  * chunks so that millions never sit in memory), answer each with
  * @oduflow/protocol here and with the Python module in one batch round trip,
- * and compare. Python works on a batch while this process answers the same
- * batch, so the two cores share the work. A disagreement is replayed from
+ * and compare. Python works on one batch while this process generates and
+ * answers the next, so the two cores share the work. A disagreement is replayed from
  * its seed and path and shrunk by fast-check to a small case of the same kind.
  */
 
@@ -117,38 +117,46 @@ export async function runDifferentialFuzz(oracle: Oracle, options: FuzzOptions):
   let done = 0;
   const started = performance.now();
 
-  for (let k = 0; done < options.cases; k += 1) {
-    const seed = chunkSeed(options.seed, k);
-    const chunk = fc.sample(arbitrary, { seed, numRuns: Math.min(chunkSize, options.cases - done) });
-    for (let start = 0; start < chunk.length; start += batchSize) {
-      const batch = chunk.slice(start, start + batchSize).map(asSent);
-      const answered = oracle.evaluate(batch);
-      // Python works on the batch while this process answers it too.
-      const ours = batch.map(protocolOutcome);
-      const theirs = await answered;
-      batch.forEach((c, i) => {
-        const typescript = ours[i] as Outcome;
-        const python = theirs[i] as Outcome;
-        const counts = byCategory[c.category];
-        counts.cases += 1;
-        if (sameOutcome(typescript, python)) {
-          if (typescript.kind === 'ok') counts.accepted += 1;
-          else if (typescript.kind === 'error') {
-            counts.rejected += 1;
-            codes[typescript.code] = (codes[typescript.code] ?? 0) + 1;
-          }
-          return;
+  const compare = (batch: readonly FuzzCase[], ours: readonly Outcome[], theirs: readonly Outcome[], seed: number, offset: number) => {
+    batch.forEach((c, i) => {
+      const typescript = ours[i] as Outcome;
+      const python = theirs[i] as Outcome;
+      const counts = byCategory[c.category];
+      counts.cases += 1;
+      if (sameOutcome(typescript, python)) {
+        if (typescript.kind === 'ok') counts.accepted += 1;
+        else if (typescript.kind === 'error') {
+          counts.rejected += 1;
+          codes[typescript.code] = (codes[typescript.code] ?? 0) + 1;
         }
-        disagreeing += 1;
-        const key = signature(c, typescript, python);
-        const seen = found.get(key);
-        if (seen !== undefined) seen.occurrences += 1;
-        else if (found.size < maxReported) found.set(key, { case: c, typescript, python, replay: { seed, path: String(start + i) }, occurrences: 1 });
-      });
-      done += batch.length;
-      options.onProgress?.(done, performance.now() - started);
+        return;
+      }
+      disagreeing += 1;
+      const key = signature(c, typescript, python);
+      const seen = found.get(key);
+      if (seen !== undefined) seen.occurrences += 1;
+      else if (found.size < maxReported) found.set(key, { case: c, typescript, python, replay: { seed, path: String(offset + i) }, occurrences: 1 });
+    });
+    done += batch.length;
+    options.onProgress?.(done, performance.now() - started);
+  };
+
+  // Two batches in flight: Python answers one while this process generates and answers the next.
+  let previous: { batch: FuzzCase[]; ours: Outcome[]; answered: Promise<Outcome[]>; seed: number; offset: number } | undefined;
+  let generated = 0;
+  for (let k = 0; generated < options.cases; k += 1) {
+    const seed = chunkSeed(options.seed, k);
+    const chunk = fc.sample(arbitrary, { seed, numRuns: Math.min(chunkSize, options.cases - generated) });
+    generated += chunk.length;
+    for (let offset = 0; offset < chunk.length; offset += batchSize) {
+      const batch = chunk.slice(offset, offset + batchSize).map(asSent);
+      const answered = oracle.evaluate(batch);
+      const ours = batch.map(protocolOutcome);
+      if (previous !== undefined) compare(previous.batch, previous.ours, await previous.answered, previous.seed, previous.offset);
+      previous = { batch, ours, answered, seed, offset };
     }
   }
+  if (previous !== undefined) compare(previous.batch, previous.ours, await previous.answered, previous.seed, previous.offset);
   const elapsedMs = performance.now() - started;
 
   const disagreements: Disagreement[] = [];

@@ -157,6 +157,17 @@ export const highDataCase: fc.Arbitrary<FuzzCase> = fc.oneof(
     weight: 1,
   },
   {
+    // Over two limits at once: the first check in the order of docs/protocol-rules.md must name the code.
+    arbitrary: fc
+      .tuple(validHighData, fc.integer({ min: MAX_HIGH_DATA_DEPTH - 1, max: MAX_HIGH_DATA_DEPTH + 1 }), fc.constantFrom(...FORBIDDEN_KEYS, 'name'), fc.integer({ min: -1, max: 1 }), fc.nat(PAD_UNITS.length - 1))
+      .chain(([h, depth, key, delta, unit]) =>
+        nested(fc.constant(depth - 4), fc.constant(null)).map((deep) =>
+          fuzzCase('high_data', { state_data_json: paddedText(withKey(deepened(h, deep as Json), key, 1), MAX_HIGH_DATA_BYTES + delta, unit) }, `high data near both the size and the depth limit, with the key ${JSON.stringify(key)}`),
+        ),
+      ),
+    weight: 1,
+  },
+  {
     arbitrary: fc.tuple(validHighData, plan).map(([h, p]) => fuzzCase('high_data', { state_data_json: misSerialize(h, p) }, `high data text with deviation ${p.deviation}`)),
     weight: 3,
   },

@@ -30,9 +30,13 @@ export function protocolOutcome(c: FuzzCase): Outcome {
   }
 }
 
-/** A JSON string with everything outside printable ASCII escaped, as Python's `json.dumps(ensure_ascii=True)`. */
+/** JSON with everything outside printable ASCII escaped, as Python's `json.dumps(ensure_ascii=True)`: what a report shows (a private-use or zero-width character stays visible). */
+export function asciiJson(value: unknown): string {
+  return (JSON.stringify(value) ?? String(value)).replace(/[\u007f-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function asciiString(text: string): string {
-  return JSON.stringify(text).replace(/[\u007f-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return asciiJson(text);
 }
 
 /**
@@ -65,7 +69,7 @@ export function sameOutcome(a: Outcome, b: Outcome): boolean {
 export function describeOutcome(o: Outcome): string {
   switch (o.kind) {
     case 'ok':
-      return `accepted ${o.bytes.length > 120 ? `${o.bytes.slice(0, 120)}…` : o.bytes}`;
+      return `accepted ${asciiJson(o.bytes.length > 120 ? `${o.bytes.slice(0, 120)}...` : o.bytes)}`;
     case 'error':
       return `rejected with ${o.code}`;
     case 'crash':

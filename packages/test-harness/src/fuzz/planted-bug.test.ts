@@ -9,7 +9,7 @@ import { fixtureDraftFor } from './fixture-writer.js';
 import type { FuzzCase } from './fuzz-case.js';
 import { identityCase } from './gen-identity.js';
 import { serializeCase } from './gen-json.js';
-import { protocolOutcome, sameOutcome } from './outcome.js';
+import { asciiJson, protocolOutcome, sameOutcome } from './outcome.js';
 import { PythonOracle } from './python-oracle.js';
 
 /*
@@ -61,6 +61,7 @@ describe('the differential fuzzer against a planted bug', () => {
       const [first] = report.disagreements;
       if (first === undefined) expect.fail('no disagreement reported');
       expect(planted.expectShrunk(first.case), JSON.stringify(first.case)).toBe(true);
+      console.info(`planted ${planted.name}: ${report.disagreeing} of ${report.cases} disagreed; shrunk to ${asciiJson(first.case.input)}`);
       const draft = fixtureDraftFor(first, 1);
       if (draft === undefined) expect.fail('no fixture drafted');
       // The fixture holds TypeScript's answer: the real module agrees with it, the planted one does not.

@@ -49,7 +49,8 @@ export class PythonOracle implements Oracle {
   private buffered = '';
   private stderr = '';
   private exited: string | undefined;
-  private pending: { resolve: (line: string) => void; reject: (error: Error) => void } | undefined;
+  /** Batches sent and not yet answered, in order: the process answers them one after another. */
+  private readonly pending: Array<{ resolve: (line: string) => void; reject: (error: Error) => void }> = [];
 
   private constructor(child: ChildProcessWithoutNullStreams) {
     this.child = child;
@@ -59,16 +60,10 @@ export class PythonOracle implements Oracle {
     child.stderr.on('data', (chunk: string) => {
       this.stderr = (this.stderr + chunk).slice(-4000);
     });
-    child.on('exit', (code, signal) => {
-      this.exited = `the Python fuzz oracle exited (${signal ?? `code ${String(code)}`}): ${this.stderr.trim() || 'no output'}`;
-      this.pending?.reject(new Error(this.exited));
-      this.pending = undefined;
-    });
-    child.on('error', (error) => {
-      this.exited = `the Python fuzz oracle could not run: ${error.message}`;
-      this.pending?.reject(new Error(this.exited));
-      this.pending = undefined;
-    });
+    child.on('exit', (code, signal) => this.failAll(`the Python fuzz oracle exited (${signal ?? `code ${String(code)}`}): ${this.stderr.trim() || 'no output'}`));
+    child.on('error', (error) => this.failAll(`the Python fuzz oracle could not run: ${error.message}`));
+    // A write to a process that died fails here too; the exit handler reports why.
+    child.stdin.on('error', () => undefined);
   }
 
   static start(options: PythonOracleOptions = {}): PythonOracle {
@@ -78,22 +73,25 @@ export class PythonOracle implements Oracle {
     return new PythonOracle(child);
   }
 
-  private received(chunk: string): void {
-    this.buffered += chunk;
-    const newline = this.buffered.indexOf('\n');
-    if (newline === -1) return;
-    const line = this.buffered.slice(0, newline);
-    this.buffered = this.buffered.slice(newline + 1);
-    const pending = this.pending;
-    this.pending = undefined;
-    pending?.resolve(line);
+  private failAll(reason: string): void {
+    this.exited ??= reason;
+    for (const waiting of this.pending.splice(0)) waiting.reject(new Error(this.exited));
   }
 
+  private received(chunk: string): void {
+    this.buffered += chunk;
+    for (let newline = this.buffered.indexOf('\n'); newline !== -1; newline = this.buffered.indexOf('\n')) {
+      const line = this.buffered.slice(0, newline);
+      this.buffered = this.buffered.slice(newline + 1);
+      this.pending.shift()?.resolve(line);
+    }
+  }
+
+  /** Answers one batch. Batches may be queued: each is answered in the order it was sent. */
   async evaluate(cases: readonly FuzzCase[]): Promise<Outcome[]> {
     if (this.exited !== undefined) throw new Error(this.exited);
-    if (this.pending !== undefined) throw new Error('the Python fuzz oracle answers one batch at a time');
     const line = await new Promise<string>((resolve, reject) => {
-      this.pending = { resolve, reject };
+      this.pending.push({ resolve, reject });
       this.child.stdin.write(`${JSON.stringify(cases.map((c) => [c.category, c.input]))}\n`);
     });
     const answers = JSON.parse(line) as Wire[];

@@ -20,6 +20,8 @@ export interface ExploreOptions {
   readonly maxDepth?: number;
   /** Give up (incomplete) past this many distinct states (default 5,000,000). */
   readonly maxStates?: number;
+  /** Called once for every distinct state reached (coverage checks). */
+  readonly visit?: (state: ModelState) => void;
 }
 
 export interface TimelineStep {
@@ -54,15 +56,15 @@ function hashOf(state: ModelState): string {
   return stateHash(stateKey(state));
 }
 
-/** Re-walks the recorded path from the initial state, so the timeline carries every state (not kept during the search). */
-function replay(config: ModelConfig, path: ReadonlyArray<{ actor: string; action: string; hash: string }>): TimelineStep[] {
+/** Re-walks the recorded path (each move is its index among the successors), so the timeline carries every state (not kept during the search). */
+function replay(config: ModelConfig, path: readonly number[]): TimelineStep[] {
   let state = initialState(config);
   const steps: TimelineStep[] = [];
-  for (const { actor, action, hash } of path) {
-    const step = successors(state, config).find((s) => s.actor === actor && s.action === action && hashOf(s.next) === hash);
-    if (step === undefined) throw new Error(`the counterexample path does not replay at "${actor} ${action}"`);
+  for (const index of path) {
+    const step = successors(state, config)[index];
+    if (step === undefined) throw new Error('the counterexample path does not replay');
     state = step.next;
-    steps.push({ actor, action, state });
+    steps.push({ actor: step.actor, action: step.action, state });
   }
   return steps;
 }
@@ -72,25 +74,26 @@ export function explore(config: ModelConfig, options: ExploreOptions = {}): Expl
   const maxStates = options.maxStates ?? 5_000_000;
   const maxDepth = options.maxDepth ?? Number.POSITIVE_INFINITY;
   const initial = initialState(config);
-  const ids = new Map<string, number>();
+  const seen = new Set<string>([hashOf(initial)]);
+  // Per state (by discovery order): its parent and which of the parent's successors led to it.
   const parents: number[] = [-1];
-  const moves: Array<{ actor: string; action: string; hash: string }> = [{ actor: '', action: '', hash: '' }];
-  ids.set(hashOf(initial), 0);
+  const moves: number[] = [-1];
   let frontier: Array<{ id: number; state: ModelState }> = [{ id: 0, state: initial }];
   let transitions = 0;
   let depth = 0;
   let complete = true;
 
   /** The path to state `id` (and one more move), replayed into a timeline. */
-  const counterexample = (id: number, broken: Violation, last?: (typeof moves)[number]): ExploreReport => {
-    const path: Array<(typeof moves)[number]> = last === undefined ? [] : [last];
-    for (let at = id; at > 0; at = parents[at] as number) path.unshift(moves[at] as (typeof moves)[number]);
+  const counterexample = (id: number, broken: Violation, last?: number): ExploreReport => {
+    const path: number[] = last === undefined ? [] : [last];
+    for (let at = id; at > 0; at = parents[at] as number) path.unshift(moves[at] as number);
     const violation = { invariant: broken.invariant, problem: broken.problem, steps: replay(config, path) };
-    return { states: ids.size, transitions, depth, complete: false, elapsedMs: performance.now() - started, violation };
+    return { states: seen.size, transitions, depth, complete: false, elapsedMs: performance.now() - started, violation };
   };
 
   const first = stateViolation(initial);
   if (first !== undefined) return counterexample(0, first);
+  options.visit?.(initial);
 
   while (frontier.length > 0) {
     if (depth >= maxDepth) {
@@ -99,25 +102,28 @@ export function explore(config: ModelConfig, options: ExploreOptions = {}): Expl
     }
     const next: typeof frontier = [];
     for (const { id, state } of frontier) {
-      for (const step of successors(state, config)) {
+      const steps = successors(state, config);
+      for (let index = 0; index < steps.length; index += 1) {
+        const step = steps[index] as Step;
         transitions += 1;
-        const hash = hashOf(step.next);
         // A step invariant holds on every transition, also one into a state seen before.
         const stepBroken = stepViolation(state, step.next);
-        if (stepBroken !== undefined) return counterexample(id, stepBroken, { actor: step.actor, action: step.action, hash });
-        if (ids.has(hash)) continue;
-        const child = ids.size;
-        ids.set(hash, child);
+        if (stepBroken !== undefined) return counterexample(id, stepBroken, index);
+        const hash = hashOf(step.next);
+        if (seen.has(hash)) continue;
+        seen.add(hash);
+        const child = parents.length;
         parents.push(id);
-        moves.push({ actor: step.actor, action: step.action, hash });
+        moves.push(index);
         const broken = stateViolation(step.next);
         if (broken !== undefined) return counterexample(child, broken);
+        options.visit?.(step.next);
         next.push({ id: child, state: step.next });
       }
-      if (ids.size > maxStates) return { states: ids.size, transitions, depth, complete: false, elapsedMs: performance.now() - started };
+      if (seen.size > maxStates) return { states: seen.size, transitions, depth, complete: false, elapsedMs: performance.now() - started };
     }
     frontier = next;
     if (next.length > 0) depth += 1;
   }
-  return { states: ids.size, transitions, depth, complete, elapsedMs: performance.now() - started };
+  return { states: seen.size, transitions, depth, complete, elapsedMs: performance.now() - started };
 }

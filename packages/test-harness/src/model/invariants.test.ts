@@ -1,4 +1,4 @@
-import { applyEvent, createRequestRecord } from '@oduflow/protocol';
+import { type ProtocolRequestRecord, type RequestEvent, applyEvent, createRequestRecord } from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
 import { stateViolation, stepViolation } from './invariants.js';
 import { receiptFor, wireAnswer } from './minion-model.js';
@@ -9,8 +9,10 @@ import { AT, JIDS, MINION_ID, type ModelConfig, type ModelState, REQUEST_IDS, in
 const CONFIG: ModelConfig = { workers: 1, requests: 2, duplications: 0, masterCrashes: 0, minionCrashes: 0, refusals: 0, reconciles: 0, notSent: 0, capabilityRejections: false, stateResults: ['succeeded'] };
 const start = initialState(CONFIG);
 const prepared = (r: number) => createRequestRecord({ request_id: REQUEST_IDS[r] as string, minion_id: MINION_ID, profile: 'configure', state_digest: '', jid: JIDS[r] as string, at: AT });
-const published = (r: number) => applyEvent(applyEvent(prepared(r), { type: 'intent_recorded', at: AT }), { type: 'publish_acked', at: AT });
-const observed = (r: number, ret: ReturnType<typeof wireAnswer>) => applyEvent(published(r), { type: 'observed', at: AT, answer: ret as never });
+/** applyEvent on a protocol record gives a protocol record. */
+const applied = (record: ProtocolRequestRecord, event: RequestEvent) => applyEvent(record, event) as ProtocolRequestRecord;
+const published = (r: number) => applied(applied(prepared(r), { type: 'intent_recorded', at: AT }), { type: 'publish_acked', at: AT });
+const observed = (r: number, ret: ReturnType<typeof wireAnswer>) => applied(published(r), { type: 'observed', at: AT, answer: ret as never });
 
 function state(change: Partial<ModelState>): ModelState {
   return { ...start, ...change };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SMOKE_BOUNDS } from './bounds.js';
 import { explore } from './explore.js';
 import { INVARIANTS } from './invariants.js';
-import { BROKEN_VARIANTS, type BrokenVariant } from './model-state.js';
+import { BROKEN_VARIANTS, type BrokenVariant, type ModelState } from './model-state.js';
 import { renderTimeline } from './timeline.js';
 import { variantBound } from './variant-bounds.js';
 
@@ -22,15 +22,46 @@ const EXPECTED: Readonly<Record<BrokenVariant, string>> = {
   minion_reruns_abandoned_claim: 'at most one execution per request',
 };
 
+/** What the smoke bounds must reach, so that a model where some step never fires cannot pass quietly. */
+const MUST_REACH = [
+  ...['arrived', 'exec_locked', 'M1', 'M2', 'M3', 'M4', 'M5', 'M6', 'R1', 'R1_index', 'R2'].map((phase) => `a minion job at ${phase}`),
+  ...['prepared', 'publishing', 'published', 'running', 'succeeded', 'unknown', 'rejected', 'quarantined', 'reconciled'].map((state) => `a record ${state}`),
+  'a record rejected because the minion refused',
+  'a record rejected because the minion was not ready',
+  'a record prepared again after a publish that sent nothing',
+  'a record publishing after an uncertain publish',
+  'a request of the second dispatch recorded',
+];
+
+function reached(state: ModelState): string[] {
+  const found = state.jobs.map((job) => `a minion job at ${job.phase}`);
+  for (const record of state.records) {
+    if (record === null) continue;
+    found.push(`a record ${record.state}`);
+    if (record.state === 'rejected' && record.reason?.code === 'refused') found.push('a record rejected because the minion refused');
+    if (record.state === 'rejected' && record.reason?.code === 'not_ready') found.push('a record rejected because the minion was not ready');
+    if (record.state === 'prepared' && record.reason?.code === 'publish_not_sent') found.push('a record prepared again after a publish that sent nothing');
+    if (record.state === 'publishing' && record.reason?.code === 'publish_uncertain') found.push('a record publishing after an uncertain publish');
+  }
+  if (state.records.length > 1 && state.records[1] !== null) found.push('a request of the second dispatch recorded');
+  return found;
+}
+
 describe('the protocol model', () => {
+  const coverage = new Set<string>();
+
   it.each(SMOKE_BOUNDS)('holds every invariant in every interleaving of: $name', ({ name, config }) => {
-    const report = explore(config);
+    const report = explore(config, { visit: (state) => reached(state).forEach((what) => coverage.add(what)) });
     console.info(`model check, ${name}: ${report.states} states, ${report.transitions} transitions, depth ${report.depth}, ${(report.elapsedMs / 1000).toFixed(1)} s`);
     expect(report.violation, report.violation === undefined ? '' : renderTimeline(report.violation)).toBeUndefined();
     expect(report.complete).toBe(true);
     // A model that collapsed (a step that never fires) would explore a handful of states.
     expect(report.states).toBeGreaterThan(10_000);
   }, 240_000);
+
+  it('reaches every crash point, every record state and every way to a rejection within the smoke bounds', () => {
+    expect(MUST_REACH.filter((what) => !coverage.has(what))).toStrictEqual([]);
+  });
 
   it.each(BROKEN_VARIANTS)('catches the broken variant %s with a readable counterexample', (variant) => {
     const report = explore(variantBound(variant));
