@@ -5,7 +5,8 @@
 # when every step passed.
 #
 # One step per line: to add a proof, add one `step "<name>" <command...>`
-# line to the list at the bottom.
+# line to the list at the bottom. Smaller runs, to try the script:
+# ODUFLOW_VERIFY_MODEL_BOUNDS=smoke ODUFLOW_VERIFY_FUZZ_CASES=2000 npm run verify
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -38,8 +39,8 @@ step() { # name, command...
   summary+=("$(printf '%-44s %s, %s s' "$name" "$verdict" $((SECONDS - started)))")
 }
 
-step "model check of the protocol (full bounds)" node packages/test-harness/dist/model-cli.js --bounds full
-step "differential fuzz TS <-> Python" node packages/test-harness/dist/fuzz-cli.js --cases "${ODUFLOW_VERIFY_FUZZ_CASES:-1000000}" --seed "${ODUFLOW_VERIFY_FUZZ_SEED:-20260613}"
+step "model check of the protocol" node packages/test-harness/dist/model-cli.js --bounds "${ODUFLOW_VERIFY_MODEL_BOUNDS:-full}"
+step "differential fuzz TS <-> Python" node packages/test-harness/dist/fuzz-cli.js --cases "${ODUFLOW_VERIFY_FUZZ_CASES:-1000000}" --seed "${ODUFLOW_VERIFY_FUZZ_SEED:-1}"
 
 echo "verify:"
 printf '  %s\n' "${summary[@]}"
