@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { type FuzzCase, fuzzCase } from './fuzz-case.js';
-import { HEX, NON_ASCII_DIGITS, hexDigit, hexString, insertAt, replaceAt, trickyString } from './gen-text.js';
+import { NON_ASCII_DIGITS, hexDigit, hexString, insertAt, replaceAt, trickyString } from './gen-text.js';
 
 /*
  * Identities (DESIGN §3) and their near misses: the canonical forms, and the
@@ -123,6 +123,3 @@ function identityOf(kind: IdentityKind): fc.Arbitrary<FuzzCase> {
 
 /** Identity cases: every kind, about a third of them valid. */
 export const identityCase: fc.Arbitrary<FuzzCase> = fc.oneof(identityOf('request_id'), identityOf('minion_id'), identityOf('jid'));
-
-/** The hex alphabet as an array (for callers that perturb a digest). */
-export const HEX_DIGITS: readonly string[] = [...HEX];
