@@ -13,6 +13,8 @@ export default defineConfig(
       postgres: 'src/postgres.ts',
       'topology-cli': 'src/topology-cli.ts',
       'demo-cli': 'src/demo-cli.ts',
+      'fuzz-cli': 'src/fuzz-cli.ts',
+      'model-cli': 'src/model-cli.ts',
     },
     shims: true,
   }),

@@ -1,47 +1,13 @@
 import { readFileSync } from 'node:fs';
-import {
-  type Binding,
-  PROTOCOL_ERROR_CODES,
-  ProtocolError,
-  canonicalJson,
-  parseCanonicalJson,
-  parseCapabilities,
-  parseJid,
-  parseMinionId,
-  parseReceipt,
-  parseRequestId,
-  parseStatusAnswer,
-  reduceStateResult,
-  stateDigest,
-} from '@oduflow/protocol';
+import { PROTOCOL_ERROR_CODES, ProtocolError } from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  FIXTURE_CATEGORIES,
-  fixtureSchemaPath,
-  type FixtureCase,
-  type FixtureCategory,
-  type FixtureInput,
-  loadAllFixtures,
-} from './fixtures.js';
-
-type ProtocolCategory = Exclude<FixtureCategory, 'transitions'>;
-
-/** How each category's input is fed to @oduflow/protocol (the table in fixtures/README.md). */
-const RUNNERS: { [C in ProtocolCategory]: (input: FixtureInput<C>) => unknown } = {
-  identity: ({ kind, value }) => ({ request_id: parseRequestId, minion_id: parseMinionId, jid: parseJid })[kind](value),
-  canonical_json: (input) => (input.op === 'serialize' ? canonicalJson(input.value) : parseCanonicalJson(input.text)),
-  high_data: ({ state_data_json }) => stateDigest(state_data_json),
-  reduction: ({ state_return }) => reduceStateResult(state_return),
-  // Binding values are deliberately untyped in fixtures (a JID bound as a number must conflict).
-  receipt: ({ receipt, binding }) => parseReceipt(receipt, binding as Binding | undefined),
-  status_answer: ({ answer, binding }) => parseStatusAnswer(answer, binding as Binding),
-  capabilities: ({ answer }) => parseCapabilities(answer),
-};
+import { runProtocolCase, type ProtocolCategory } from './fixture-runners.js';
+import { FIXTURE_CATEGORIES, fixtureSchemaPath, type FixtureCase, loadAllFixtures } from './fixtures.js';
 
 /** The loader validated `input` against its category's schema, so the runner's input type holds. */
 function run(category: ProtocolCategory, testCase: FixtureCase): unknown {
-  return (RUNNERS[category] as (input: unknown) => unknown)(testCase.input);
+  return runProtocolCase(category, testCase.input);
 }
 
 function outcomeOf(thunk: () => unknown): { value: unknown } | { code: string } {
