@@ -18,6 +18,7 @@ export default defineConfig({
     // purity.test.ts reads the source text, which Stryker's instrumentation rewrites (it reads process.env).
     exclude: ['**/node_modules/**', 'packages/protocol/src/purity.test.ts'],
     pool: 'forks',
+    setupFiles: [resolve(import.meta.dirname, 'worker-umask.ts')],
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

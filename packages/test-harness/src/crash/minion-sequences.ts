@@ -23,7 +23,8 @@ import { traceCommand } from './strace.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '..', '..', '..', '..');
-export const MODULE_PATH = join(REPO, 'packages', 'minion-wrapper', 'salt', '_modules', 'oduflow_job.py');
+/** The module under test: the repository's, or ODUFLOW_CRASH_MODULE (a copy to enumerate while another tool rewrites the file). */
+export const MODULE_PATH = process.env['ODUFLOW_CRASH_MODULE'] ?? join(REPO, 'packages', 'minion-wrapper', 'salt', '_modules', 'oduflow_job.py');
 const HELPER = join(REPO, 'packages', 'test-harness', 'python', 'crash_states_helper.py');
 
 function python(): string {

@@ -161,6 +161,8 @@ export function parseStrace(text: string): Syscall[] {
     const pid = Number(match[1]);
     let body = match[2] as string;
     if (body.startsWith('---') || body.startsWith('+++')) continue;
+    // A call in progress when the tracer detached: its outcome is not in the trace.
+    if (body.endsWith('<detached ...>')) continue;
     if (body.endsWith(UNFINISHED)) {
       pending.set(pid, body.slice(0, -UNFINISHED.length));
       continue;
