@@ -19,10 +19,12 @@ step() { # name, command...
   local rc=$?
   summary+=("$name: $([ $rc = 0 ] && echo passed || echo "FAILED ($rc)") in $((SECONDS - started)) s")
   [ $rc = 0 ] || failed=1
+  return $rc
 }
 
 step install-node bash scripts/ensure-node.sh || exit 1
 step install-python bash scripts/ensure-python.sh || exit 1
+step install-strace bash scripts/ensure-strace.sh || exit 1
 step build npx nx run-many -t build --outputStyle=static
 step crash-states env ODUFLOW_CRASH_STATES=full npx vitest run --root packages/test-harness \
   tests/crash-states.store.test.ts tests/crash-states.master.test.ts tests/crash-states.minion.test.ts

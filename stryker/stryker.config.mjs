@@ -3,6 +3,12 @@
 // perTest coverage: each mutant runs only the tests that reached its code.
 const pkg = process.env.STRYKER_PACKAGE ?? 'protocol';
 const breakAt = { protocol: 80, 'receipt-store': 60, 'master-runner': 60 };
+// STRYKER_FILES=a.ts,b.ts narrows the run to those files of the package's src/ (a quicker, targeted run).
+const only = (process.env.STRYKER_FILES ?? '').split(',').filter((name) => name !== '');
+const mutate =
+  only.length > 0
+    ? only.map((name) => `packages/${pkg}/src/${name}`)
+    : [`packages/${pkg}/src/**/*.ts`, `!packages/${pkg}/src/**/*.test.ts`, `!packages/${pkg}/src/**/*.test-d.ts`, `!packages/${pkg}/src/index.ts`];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -10,7 +16,7 @@ export default {
   testRunner: 'vitest',
   plugins: ['@stryker-mutator/vitest-runner'],
   vitest: { configFile: 'stryker/vitest.config.ts', related: false },
-  mutate: [`packages/${pkg}/src/**/*.ts`, `!packages/${pkg}/src/**/*.test.ts`, `!packages/${pkg}/src/**/*.test-d.ts`, `!packages/${pkg}/src/index.ts`],
+  mutate,
   coverageAnalysis: 'perTest',
   ignoreStatic: true,
   concurrency: 2,

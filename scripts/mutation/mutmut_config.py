@@ -47,6 +47,8 @@ CRASH_STATE_FUNCTIONS = DURABLE_CORE | {
 }
 
 _MESSAGE_LINE = re.compile(r"""^\s*(f?"[^"]*"|f?'[^']*')\s*[,)]?\s*$""")
+# An error raised with only a message: mutating the text cannot change a decision.
+_MESSAGE_CALL = re.compile(r"""^\s*(raise )?(_unsafe|_malformed|ProtocolError)\((\s*"[a-z_]+",)?\s*f?"[^"]*"\)( from None)?\s*$""")
 
 
 def _function_of_line():
@@ -69,16 +71,18 @@ def _function_of_line():
 
 _OWNER = _function_of_line()
 _SCOPE = os.environ.get("ODUFLOW_MUTMUT_SCOPE", "durable")
+# A comma-separated list of functions narrows the durable scope further (a quicker, targeted run).
+_ONLY = {name for name in os.environ.get("ODUFLOW_MUTMUT_FUNCTIONS", "").split(",") if name}
 _BASE = "bash scripts/mutation/mutmut-runner.sh"
 
 
 def pre_mutation(context):
     line = context.current_source_line
     function = _OWNER.get(context.current_line_index + 1)
-    if _MESSAGE_LINE.match(line) or line.strip().startswith(("log.", "#")):
+    if _MESSAGE_LINE.match(line) or _MESSAGE_CALL.match(line) or line.strip().startswith(("log.", "#")):
         context.skip = True
         return
-    if _SCOPE == "durable" and function not in DURABLE_CORE:
+    if _SCOPE == "durable" and (function not in DURABLE_CORE or (_ONLY and function not in _ONLY)):
         context.skip = True
         return
     crash_states = function in CRASH_STATE_FUNCTIONS
