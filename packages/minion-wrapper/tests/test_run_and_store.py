@@ -897,6 +897,21 @@ def test_a_refusal_is_never_written_over_a_claim_or_a_receipt(loaded_module):
     assert {k: v for k, v in store_files(m.store_root).items() if k in before} == before
 
 
+def test_a_refusal_is_never_written_over_a_jid_index_alone(loaded_module):
+    # What a death at M2 leaves: the JID index without its request record. Mutation
+    # testing (mutmut) showed the refusal's evidence check could require both.
+    m = loaded_module
+    die_at(m, "M2")
+    request_id, jid = new_uuid(), new_jid()
+    with pytest.raises(Died):
+        run(m, request_id, jid=jid)
+    m._crash_point = lambda name: None
+    before = store_files(m.store_root)
+    assert error(run(m, request_id, jid=jid, test=True)) == "already_claimed"
+    assert status(m, request_id, jid)["status"] == "unknown"
+    assert store_files(m.store_root) == before
+
+
 def test_an_option_with_an_invalid_binding_is_refused_without_a_record(loaded_module):
     m = loaded_module
     assert error(run(m, "not-a-uuid", test=True)) == "forbidden_option"

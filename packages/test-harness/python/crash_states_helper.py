@@ -18,7 +18,9 @@ Modes (one JSON argument, answers on stdout):
 - ``recover``: reads one JSON object per line (a crash state's store) and
   answers, per line, what the module's real recovery says: ``status`` for the
   publication, a later plain ``run`` delivery of the same JID (counting real
-  executions), and ``status`` again.
+  executions), and ``status`` again; and, on a copy of the state, a delivery
+  of the same JID that ``run`` refuses (an extra publication key), then
+  ``status``.
 """
 
 import contextlib
@@ -26,6 +28,7 @@ import importlib.util
 import itertools
 import json
 import os
+import shutil
 import sys
 import traceback
 
@@ -173,6 +176,15 @@ def recover(config):
         try:
             marker = case["marker"]
             minion.configure(case["store"], case["minion_id"], fake_state(case["redeliver"], marker))
+            # A refusing delivery of the same JID, on a copy of the state: a refusal is never
+            # written over a claim or a receipt, and never changes what status answers.
+            copy = case["store"] + "-refusal"
+            if os.path.isdir(case["store"]):
+                shutil.copytree(case["store"], copy, symlinks=True)
+            minion.configure(copy, case["minion_id"], fake_state(case["redeliver"], marker))
+            refusal = minion.run(case, {"__pub_metadata": {"note": "x"}})
+            after_refusal = minion.status(case)
+            minion.configure(case["store"], case["minion_id"], fake_state(case["redeliver"], marker))
             first = minion.status(case)
             redelivery = minion.run(case)
             after = minion.status(case)
@@ -180,7 +192,14 @@ def recover(config):
             if os.path.exists(marker):
                 with open(marker) as lines:
                     executions = len(lines.read().splitlines())
-            answer = {"status": first, "redelivery": redelivery, "after": after, "executions": executions}
+            answer = {
+                "status": first,
+                "redelivery": redelivery,
+                "after": after,
+                "executions": executions,
+                "refusal": refusal,
+                "after_refusal": after_refusal,
+            }
         except Exception:  # noqa: BLE001 - reported to the enumerator as a finding, never swallowed
             answer = {"exception": traceback.format_exc(limit=5)}
         print(json.dumps(answer), flush=True)

@@ -47,6 +47,9 @@ export interface MinionOutcome {
   readonly redelivery?: Answer;
   readonly after?: Answer;
   readonly executions?: number;
+  /** On a copy of the state: a delivery of the same JID that run refuses (forbidden option), then status. */
+  readonly refusal?: Answer;
+  readonly after_refusal?: Answer;
   readonly exception?: string;
 }
 
@@ -157,6 +160,28 @@ export function judgeMinion(spec: MinionSequenceSpec, outcome: MinionOutcome, po
       }
       if (labelOf(after, expected) !== 'unknown') problems.push('status changed after a re-delivery of an abandoned claim');
     }
+  }
+  problems.push(...judgeRefusingDelivery(label, outcome, expected));
+  return problems;
+}
+
+/** A refusal is never written over a claim or a receipt, and never changes what status answers. */
+function judgeRefusingDelivery(label: string, outcome: MinionOutcome, expected: Answer): string[] {
+  const { refusal, after_refusal: after } = outcome;
+  const problems: string[] = [];
+  if (label === 'not_started') {
+    const refused = refusal?.['status'] === 'refused' && refusal['reason'] === 'forbidden_option' && refusal['jid'] === expected['jid'];
+    if (!refused) problems.push(`a refusing delivery on nothing answered ${labelOf(refusal, expected)}, not refused`);
+    if (!isDeepStrictEqual(after, refusal)) problems.push('after a refusal was committed, status does not answer it');
+  } else if (label === 'unknown') {
+    const receiptAgain = expected['status'] === 'unknown' && isDeepStrictEqual(refusal, expected);
+    if (refusal?.['error'] !== 'already_claimed' && !receiptAgain) problems.push(`a refusing delivery over an abandoned claim answered ${labelOf(refusal, expected)}`);
+    if (labelOf(after, expected) !== 'unknown') problems.push(`a refusing delivery turned an abandoned claim into ${labelOf(after, expected)}`);
+  } else if (label === 'receipt' || label === 'refused') {
+    if (!isDeepStrictEqual(refusal, outcome.status)) problems.push(`a refusing delivery over a final answer answered ${labelOf(refusal, expected)}`);
+    if (!isDeepStrictEqual(after, outcome.status)) problems.push('a refusing delivery changed a final answer');
+  } else if (labelOf(after, expected) !== label) {
+    problems.push(`a refusing delivery changed the error ${label} into ${labelOf(after, expected)}`);
   }
   return problems;
 }
