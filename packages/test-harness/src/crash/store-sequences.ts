@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 // The sources: the atomic write under test is the one vitest (and Stryker) loaded.
-import { openPrivateDir, ReceiptStoreError, writeFileAtomic } from '../../../receipt-store/src/index.js';
+import { openPrivateDir, ReceiptStoreError, writeFileAtomic, type PrivateDir } from '../../../receipt-store/src/index.js';
 import type { Position, Recorded, Sequence } from './enumerate.js';
 import { FsImage } from './fs-image.js';
 import { MILESTONE_DIR, toOperations } from './operations.js';
@@ -58,11 +58,11 @@ function readPlain(path: string): StoreOutcome {
 function read(root: string, spec: StoreSequenceSpec): StoreOutcome {
   const path = spec.path ?? [FILE];
   if (spec.reader === 'plain') return readPlain(join(root, ...path));
-  let dir;
+  let dir: PrivateDir;
   try {
     dir = openPrivateDir(root);
     for (const name of path.slice(0, -1)) {
-      const sub = dir.subdir(name);
+      const sub: PrivateDir = dir.subdir(name);
       dir.close();
       dir = sub;
     }
