@@ -44,10 +44,13 @@ def test_a_test_blocked_on_a_held_execution_lock_fails_at_its_deadline_instead_o
     # The store exists (made by the module) and this process holds its execution lock, as a running apply would.
     make_store = f"""
 import importlib.util
+import os
 spec = importlib.util.spec_from_file_location("oduflow_job_store", {str(MODULE_PATH)!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-module._Store.open({str(store)!r}, create=True).close()
+store = module._Store.open({str(store)!r}, create=True)
+os.close(store.lock("execution.lock", blocking=False))  # creates the lock file, as a first run does
+store.close()
 """
     subprocess.run([sys.executable, "-c", make_store], check=True, timeout=60)
     fd = os.open(store / "locks" / "execution.lock", os.O_RDWR)
