@@ -194,8 +194,8 @@ export function judgeMaster(spec: MasterSequenceSpec, outcome: MasterOutcome, po
     if (!isDeepStrictEqual(outcome.byJid, record)) problems.push('getByJid does not return the record that holds the JID');
     if (outcome.sameJid !== 'jid_taken') problems.push(`the record's JID was not reserved: a create with it answered ${outcome.sameJid}`);
     const blocking = isBlocking(record);
-    if (blocking !== outcome.blockers.includes(id)) problems.push(`the target's blockers ${blocking ? 'miss a' : 'hold a non-'}blocking record`);
-    if (blocking !== outcome.unresolved.includes(id)) problems.push(`the unresolved list ${blocking ? 'misses a' : 'holds a non-'}blocking record`);
+    if (blocking !== outcome.blockers.includes(id)) problems.push(`the target's blockers ${blocking ? 'miss a ' : 'hold a non-'}blocking record`);
+    if (blocking !== outcome.unresolved.includes(id)) problems.push(`the unresolved list ${blocking ? 'misses a ' : 'holds a non-'}blocking record`);
     const wasPrepared = record.state === 'prepared';
     if (outcome.publications !== (wasPrepared ? 1 : 0)) problems.push(`publish-pending published ${outcome.publications} time(s) a ${record.state} record`);
     if (spec.afterPoll !== undefined) {
