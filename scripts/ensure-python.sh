@@ -13,7 +13,7 @@ python3 -m venv --clear "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check \
   -r "$root/scripts/python-requirements.txt" -c "$root/scripts/python-constraints.txt"
 "$venv/bin/python" - <<'PY'
-import salt.version, cherrypy, pytest, pytest_timeout  # fail loudly if anything is missing
+import salt.version, cherrypy, pytest, pytest_timeout, mutmut  # fail loudly if anything is missing
 assert salt.version.__version__ == "3006.27", salt.version.__version__
 PY
 echo "$stamp_src" > "$venv/.oduflow-stamp"

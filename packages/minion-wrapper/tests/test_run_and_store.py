@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -895,6 +896,41 @@ def test_a_refusal_is_never_written_over_a_claim_or_a_receipt(loaded_module):
     assert error(run(m, claimed, jid=claimed_jid, test=True)) == "already_claimed"
     assert status(m, claimed, claimed_jid)["status"] == "unknown"
     assert {k: v for k, v in store_files(m.store_root).items() if k in before} == before
+
+
+def test_a_run_waits_for_a_status_probe_holding_its_request_lock_and_applies_once(loaded_module):
+    # A poll's status probe holds the request lock shared for a few reads; a run arriving
+    # then waits for it instead of failing (mutmut: a non-blocking request lock survived).
+    m = loaded_module
+    request_id, jid = new_uuid(), new_jid()
+    run(m, jid=new_jid())  # the store and its lock directory exist
+    lock = m.store_root / "locks" / f"{request_id}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    os.fchmod(fd, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    release = threading.Timer(0.3, os.close, (fd,))
+    release.start()
+    try:
+        receipt = run(m, request_id, jid=jid)
+    finally:
+        release.join()
+    assert receipt["status"] == "succeeded" and receipt["jid"] == jid
+    assert marker_count(m.marker) == 2
+
+
+def test_a_refusal_is_never_written_over_a_jid_index_alone(loaded_module):
+    # What a death at M2 leaves: the JID index without its request record. Mutation
+    # testing (mutmut) showed the refusal's evidence check could require both.
+    m = loaded_module
+    die_at(m, "M2")
+    request_id, jid = new_uuid(), new_jid()
+    with pytest.raises(Died):
+        run(m, request_id, jid=jid)
+    m._crash_point = lambda name: None
+    before = store_files(m.store_root)
+    assert error(run(m, request_id, jid=jid, test=True)) == "already_claimed"
+    assert status(m, request_id, jid)["status"] == "unknown"
+    assert store_files(m.store_root) == before
 
 
 def test_an_option_with_an_invalid_binding_is_refused_without_a_record(loaded_module):

@@ -123,6 +123,31 @@ describe('parseStatusAnswer', () => {
     for (const reason of REFUSAL_REASONS) expect(PROTOCOL_ERROR_CODES).toContain(reason);
   });
 
+  // Every binding field on its own: a poll must never take an answer about another JID,
+  // minion, profile or digest for this request (mutation testing found the jid case untested here).
+  it.each([
+    ['jid', {}, { jid: '20261129082300245265' }],
+    ['minion_id', {}, { minion_id: 'client-5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f' }],
+    ['request_id', {}, { request_id: '3f1c9a2e-5b7d-4c8e-9f0a-1b2c3d4e5f61' }],
+    ['profile', {}, { profile: 'production' }],
+    ['state_digest', { profile: 'custom', state_digest: DIGEST }, { profile: 'custom', state_digest: 'b'.repeat(64) }],
+  ] as const)('reports an answer bound to a different %s as binding_conflict, for every status', (field, answered, bound) => {
+    const full = { ...binding, profile: RECEIPT.profile, state_digest: RECEIPT.state_digest, ...bound };
+    const receipt = { ...RECEIPT, ...answered };
+    const answers = [
+      receipt,
+      { ...receipt, status: 'running', passed: 0, total: 0 },
+      { ...receipt, status: 'not_started', passed: 0, total: 0 },
+      { ...receipt, status: 'refused', passed: 0, total: 0, reason: 'execution_busy' },
+    ];
+    for (const answer of answers) {
+      expect(failureOf(() => parseStatusAnswer(answer, full))).toStrictEqual({
+        code: 'binding_conflict',
+        message: `status answer is bound to a different ${field} than this request`,
+      });
+    }
+  });
+
   it('reports an answer about another request as binding_conflict', () => {
     const other = { ...binding, request_id: '3f1c9a2e-5b7d-4c8e-9f0a-1b2c3d4e5f61' };
     expect(failureOf(() => parseStatusAnswer(RECEIPT, other))).toStrictEqual({

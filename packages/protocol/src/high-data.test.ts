@@ -37,6 +37,33 @@ describe('stateDigest', () => {
     expect(codeOf(() => stateDigest(text))).toBe('high_data_too_large');
   });
 
+  // Each UTF-8 length class at the exact limit (mutation testing: the emoji case above alone let the class bounds drift).
+  it.each([
+    ['a two-byte', '\u00e9', 2],
+    ['the last two-byte', '\u07ff', 2],
+    ['a three-byte', '\u20ac', 3],
+    ['the first three-byte', '\u0800', 3],
+    ['a four-byte (a surrogate pair)', '\u{1f600}', 4],
+    ['the last four-byte', '\u{10ffff}', 4],
+    ['the first four-byte', '\u{10000}', 4],
+  ])('counts %s character as its UTF-8 bytes at the limit', (_name, char, bytes) => {
+    expect(Buffer.byteLength(char, 'utf8')).toBe(bytes);
+    const at = (total: number): string => sizedTo(total - 10 * bytes).replace('"a', `"${char.repeat(10)}a`);
+    expect(Buffer.byteLength(at(65536), 'utf8')).toBe(65536);
+    expect(stateDigest(at(65536))).toMatch(/^[0-9a-f]{64}$/);
+    expect(codeOf(() => stateDigest(at(65537)))).toBe('high_data_too_large');
+  });
+
+  it('counts a lone surrogate as three bytes, as Python surrogatepass does', () => {
+    const at = (total: number): string => sizedTo(total - 3).replace('"a', '"\ud800a');
+    // At the limit the size passes and the text fails as non-canonical (a lone surrogate); one more byte is too large.
+    expect(codeOf(() => stateDigest(at(65536)))).not.toBe('high_data_too_large');
+    expect(codeOf(() => stateDigest(at(65537)))).toBe('high_data_too_large');
+    const low = (total: number): string => sizedTo(total - 3).replace('"a', '"\udc00a');
+    expect(codeOf(() => stateDigest(low(65536)))).not.toBe('high_data_too_large');
+    expect(codeOf(() => stateDigest(low(65537)))).toBe('high_data_too_large');
+  });
+
   it('accepts depth 32 and refuses depth 33, counted on the raw text', () => {
     expect(stateDigest(nestedTo(32))).toMatch(/^[0-9a-f]{64}$/);
     expect(codeOf(() => stateDigest(nestedTo(33)))).toBe('high_data_too_deep');

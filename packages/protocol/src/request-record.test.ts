@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RECORD_REASON_CODES } from './record-vocabulary.js';
-import { RequestRecordSchema, createRequestRecord, type ProtocolRequestRecord } from './request-record.js';
+import { POLLABLE_STATES, REQUEST_STATES, RequestRecordSchema, createRequestRecord, isPollable, type ProtocolRequestRecord, type RequestRecord } from './request-record.js';
 
 const T0 = '2026-11-29T10:00:00.000Z';
 
@@ -82,3 +82,31 @@ describe('RequestRecordSchema', () => {
     expect(RECORD_REASON_CODES).toContain('not_ready');
   });
 });
+
+// Mutation testing found the count rules and isPollable untested in protocol itself.
+describe('the counts a record may carry', () => {
+  const settled = { ...base, publish_attempts: 1, last_observation: { status: 'succeeded', at: T0 } };
+  it.each([
+    ['succeeded with every state passed', { ...settled, state: 'succeeded', passed: 3, total: 3 }, 'ok'],
+    ['failed with one state failed', { ...settled, state: 'failed', passed: 2, total: 3, last_observation: { status: 'failed', at: T0 } }, 'ok'],
+    ['succeeded with a failed state', { ...settled, state: 'succeeded', passed: 2, total: 3 }, 'passed'],
+    ['succeeded with nothing counted', { ...settled, state: 'succeeded', passed: 0, total: 0 }, 'passed'],
+    ['failed with every state passed', { ...settled, state: 'failed', passed: 3, total: 3 }, 'passed'],
+    ['failed with nothing counted', { ...settled, state: 'failed', passed: 0, total: 0 }, 'passed'],
+    ['unknown with a count', { ...settled, state: 'unknown', passed: 0, total: 1, reason: { code: 'unknown', cause: 'status_unknown' } }, 'passed'],
+    ['prepared with passed states', { ...base, passed: 1, total: 1 }, 'passed'],
+    ['prepared with a total only', { ...base, passed: 0, total: 2 }, 'passed'],
+  ])('%s: %s', (_name, record, problem) => {
+    expect(problemOf(record)).toBe(problem);
+  });
+});
+
+describe('isPollable', () => {
+  it('is true exactly for the states that wait for a status answer', () => {
+    const record = (state: string): RequestRecord => ({ ...base, state }) as RequestRecord;
+    expect(REQUEST_STATES.filter((state) => isPollable(record(state)))).toEqual([...POLLABLE_STATES]);
+    expect(isPollable(record('running'))).toBe(true);
+    expect(isPollable(record('succeeded'))).toBe(false);
+  });
+});
+
