@@ -45,7 +45,7 @@ export interface ServiceOptions {
   /** How long a readiness answer about salt-api is reused (ms; default 5000). */
   readonly saltReadinessCacheMs?: number;
   /** Where and how rollouts run; without it, this instance runs none (the rollout routes answer 503). */
-  readonly rollouts?: RolloutServiceOptions;
+  readonly rollouts?: RolloutServiceOptions | undefined;
 }
 
 export interface RunningService {
