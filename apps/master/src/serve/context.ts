@@ -1,6 +1,7 @@
 import type { Logger, MasterDeps } from '@oduflow/master-runner';
 import type { RequestRecord } from '@oduflow/protocol';
 import type { ServiceMetrics } from './metrics.js';
+import type { RolloutService } from './rollout-service.js';
 import type { TokenRegistry } from './tokens.js';
 
 /** What the HTTP routes work with; built by service.ts, or by a test around app.inject. */
@@ -18,4 +19,6 @@ export interface ServiceContext {
   readonly unboundLegacy: readonly string[];
   /** True once shutdown began: readiness fails, new work is refused. */
   draining(): boolean;
+  /** Rollouts run in this process (disabled without a rollout workspace). */
+  readonly rollouts: RolloutService;
 }

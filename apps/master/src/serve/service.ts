@@ -5,6 +5,7 @@ import { buildApp } from './app.js';
 import type { ServiceContext } from './context.js';
 import { startLoops, type Loops } from './loops.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics.js';
+import { createRolloutService, disabledRolloutService, type RolloutServiceOptions } from './rollout-service.js';
 import type { TokenRegistry } from './tokens.js';
 
 /*
@@ -15,8 +16,10 @@ import type { TokenRegistry } from './tokens.js';
  *   1. readiness fails and new authenticated requests are refused (503);
  *   2. the listener closes and the requests in flight finish (an admission
  *      completes its unit, or stores nothing);
- *   3. the loops are aborted and their work in hand is finished (a
- *      publication in flight is awaited and recorded);
+ *   3. the loops and the rollouts are aborted and their work in hand is
+ *      finished (a publication in flight is awaited and recorded; a rollout
+ *      writes no further checkpoint and is left interrupted, resumed at the
+ *      next start);
  * so nothing is left half-written beyond what a crash would leave, and
  * every store write is atomic anyway.
  */
@@ -41,6 +44,8 @@ export interface ServiceOptions {
   readonly crashAt?: (point: CrashPoint) => void;
   /** How long a readiness answer about salt-api is reused (ms; default 5000). */
   readonly saltReadinessCacheMs?: number;
+  /** Where and how rollouts run; without it, this instance runs none (the rollout routes answer 503). */
+  readonly rollouts?: RolloutServiceOptions | undefined;
 }
 
 export interface RunningService {
@@ -106,6 +111,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     events: options.eventStream ? options.salt : undefined,
     keyRetentionMs: options.keyRetentionMs,
   });
+  const rollouts = options.rollouts === undefined ? disabledRolloutService() : createRolloutService(deps, options.rollouts, metrics.registry);
   const ctx: ServiceContext = {
     deps,
     tokens: options.tokens,
@@ -117,6 +123,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ),
     unboundLegacy: options.unboundLegacy,
     draining: () => draining,
+    rollouts,
   };
 
   let app: FastifyInstance | undefined;
@@ -127,10 +134,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   } catch (error) {
     await app?.close();
     controller.abort();
-    await loops.done.catch(() => undefined);
+    await Promise.all([loops.done.catch(() => undefined), rollouts.stop()]);
     throw error;
   }
   const listening = app;
+  // In the background: what a shutdown or a crash left interrupted goes on from its last checkpoint.
+  void rollouts.resumeInterrupted();
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -138,7 +147,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       draining = true;
       await listening.close();
       controller.abort();
-      await loops.done.catch(() => undefined); // a failed loop was logged when it failed
+      // A failed loop was logged when it failed; a rollout's end is logged by the rollout service.
+      await Promise.all([loops.done.catch(() => undefined), rollouts.stop()]);
     })();
     return stopping;
   };
