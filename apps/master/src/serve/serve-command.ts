@@ -106,6 +106,7 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
         host: config.host,
         port: config.port,
         relayConcurrency: config.relayConcurrency,
+        relayLeaseMs: config.relayLeaseMs,
         pollConcurrency: config.pollConcurrency,
         pollWalkEveryMs: config.pollWalkEveryMs,
         eventStream: config.eventStream,
