@@ -31,6 +31,8 @@ export interface PgInstances {
   keys(): Promise<{ readonly keyHash: string; readonly requestId: string; readonly state: string }[]>;
   /** Outbox entries left. */
   outboxSize(): Promise<number>;
+  /** The outbox entries and their claims (epoch ms; null: not claimed). */
+  outboxClaims(): Promise<{ readonly requestId: string; readonly claimedUntil: number | null }[]>;
   /** Targets with more than one blocking record (the partial unique index forbids it; asked anyway). */
   doublyBlockedTargets(): Promise<string[]>;
   /** SIGKILLs what is still running, removes the directory. */
@@ -87,6 +89,10 @@ export async function startPgInstances(
         (l) => JSON.parse(l) as { keyHash: string; requestId: string; state: string },
       ),
     outboxSize: async () => Number((await rows('SELECT count(*) FROM oduflow.outbox'))[0]),
+    outboxClaims: async () =>
+      (await rows(`SELECT json_build_object('requestId', request_id, 'claimedUntil', (extract(epoch FROM claimed_until) * 1000)::bigint)::text FROM oduflow.outbox`)).map(
+        (l) => JSON.parse(l) as { requestId: string; claimedUntil: number | null },
+      ),
     doublyBlockedTargets: () => rows('SELECT minion_id FROM oduflow.requests WHERE blocking GROUP BY minion_id HAVING count(*) > 1'),
     close: async () => {
       for (const p of running.splice(0)) {
