@@ -47,7 +47,7 @@ interface Publication {
 }
 
 /** What a simulated minion reaches when it runs a request (or its refusal of it). */
-export type SimulatedResult =
+type SimulatedResult =
   | { status: 'succeeded' | 'failed' | 'unknown'; passed: number; total: number }
   | { status: 'refused'; passed: 0; total: 0; reason: string };
 
