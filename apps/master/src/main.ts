@@ -168,6 +168,7 @@ export async function main(argv: readonly string[], env: Env, io: Io, seams: Sea
     .option('--key-retention-hours <h>', 'how long Idempotency-Keys are kept, at least 24 (env ODUFLOW_KEY_RETENTION_HOURS; default 24)')
     .option('--accept-legacy', 'serve even while active legacy records exist; they keep blocking (env ODUFLOW_ACCEPT_LEGACY=1)')
     .option('--relay-concurrency <n>', 'outbox entries handled at once (env ODUFLOW_RELAY_CONCURRENCY; default 4)')
+    .option('--relay-lease-ms <ms>', 'how long another instance skips an outbox entry this one claimed, 1000 to 3600000 (env ODUFLOW_RELAY_LEASE_MS; default 120000)')
     .option('--poll-concurrency <n>', 'status calls in flight at once (env ODUFLOW_POLL_CONCURRENCY; default 64)')
     .option('--poll-walk-interval <ms>', 'how often the poller walks the whole backlog (env ODUFLOW_POLL_WALK_INTERVAL_MS; default 30000)')
     .addOption(new Option('--event-stream <on|off>', 'follow salt-api\'s event stream (env ODUFLOW_EVENT_STREAM; default on)').choices(['on', 'off']))

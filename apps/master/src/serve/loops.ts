@@ -25,6 +25,8 @@ export interface LoopOptions {
   readonly signal: AbortSignal;
   readonly metrics: ServiceMetrics;
   readonly relayConcurrency: number;
+  /** The outbox claim lease (ms); undefined: the relay's default. */
+  readonly relayLeaseMs?: number;
   readonly pollConcurrency: number;
   readonly pollWalkEveryMs: number;
   /** The salt-api client's event stream; undefined: poll only. */
@@ -77,6 +79,7 @@ export function startLoops(deps: MasterDeps & { logger: Logger }, options: LoopO
   const relay = startOutboxRelay(deps, {
     signal,
     concurrency: options.relayConcurrency,
+    ...(options.relayLeaseMs === undefined ? {} : { leaseMs: options.relayLeaseMs }),
     onPublished: (record) => poller.watch(record.request_id),
     metrics: { onPublication: (outcome) => metrics.publication(outcome) },
   });

@@ -108,6 +108,7 @@ export async function serveCommand(w: Wiring, flags: ServeFlags & RolloutServeFl
         host: config.host,
         port: config.port,
         relayConcurrency: config.relayConcurrency,
+        relayLeaseMs: config.relayLeaseMs,
         pollConcurrency: config.pollConcurrency,
         pollWalkEveryMs: config.pollWalkEveryMs,
         eventStream: config.eventStream,

@@ -14,6 +14,7 @@ export interface ServeFlags extends CommonFlags {
   readonly keyRetentionHours?: string;
   readonly acceptLegacy?: boolean;
   readonly relayConcurrency?: string;
+  readonly relayLeaseMs?: string;
   readonly pollConcurrency?: string;
   readonly pollWalkInterval?: string;
   readonly eventStream?: string;
@@ -26,6 +27,8 @@ export interface ServeConfig {
   readonly keyRetentionMs: number;
   readonly acceptLegacy: boolean;
   readonly relayConcurrency: number;
+  /** How long an outbox entry this instance claimed is skipped by the other instances' relays. */
+  readonly relayLeaseMs: number;
   readonly pollConcurrency: number;
   readonly pollWalkEveryMs: number;
   readonly eventStream: boolean;
@@ -36,6 +39,7 @@ export const SERVE_DEFAULTS = Object.freeze({
   port: 8470,
   keyRetentionHours: 24,
   relayConcurrency: 4,
+  relayLeaseMs: 120_000,
   pollConcurrency: 64,
   pollWalkIntervalMs: 30_000,
 });
@@ -86,6 +90,9 @@ export function serveConfig(flags: ServeFlags, env: Env): ServeConfig {
     keyRetentionMs: retentionHours * 3_600_000,
     acceptLegacy: bool(flags.acceptLegacy, env, 'ODUFLOW_ACCEPT_LEGACY'),
     relayConcurrency: integer(pick(flags.relayConcurrency, env, 'ODUFLOW_RELAY_CONCURRENCY'), SERVE_DEFAULTS.relayConcurrency, 1, 64, 'the relay concurrency'),
+    // A lease that lapses while its holder is still at work is safe (another relay publishes only a record
+    // still `prepared`), it only costs a redundant look; it bounds how long a dead instance's claims wait.
+    relayLeaseMs: integer(pick(flags.relayLeaseMs, env, 'ODUFLOW_RELAY_LEASE_MS'), SERVE_DEFAULTS.relayLeaseMs, 1_000, 3_600_000, 'the relay lease (ms)'),
     pollConcurrency: integer(pick(flags.pollConcurrency, env, 'ODUFLOW_POLL_CONCURRENCY'), SERVE_DEFAULTS.pollConcurrency, 1, 1024, 'the poll concurrency'),
     pollWalkEveryMs: integer(
       pick(flags.pollWalkInterval, env, 'ODUFLOW_POLL_WALK_INTERVAL_MS'),

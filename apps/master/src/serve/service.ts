@@ -2,6 +2,7 @@ import type { Logger, MasterDeps, RecordStore, SaltApiClient } from '@oduflow/ma
 import type { CrashPoint } from '@oduflow/master-runner/internal';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
+import { trackConnections, type ConnectionDrain } from './connection-drain.js';
 import type { ServiceContext } from './context.js';
 import { startLoops, type Loops } from './loops.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics.js';
@@ -34,6 +35,8 @@ export interface ServiceOptions {
   /** 0: any free port (tests, and the lead's multi-instance runs); the address is in `address`. */
   readonly port: number;
   readonly relayConcurrency: number;
+  /** The outbox claim lease (ms; default: the relay's, 120 000). */
+  readonly relayLeaseMs?: number;
   readonly pollConcurrency: number;
   readonly pollWalkEveryMs: number;
   readonly eventStream: boolean;
@@ -106,6 +109,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     signal: controller.signal,
     metrics,
     relayConcurrency: options.relayConcurrency,
+    ...(options.relayLeaseMs === undefined ? {} : { relayLeaseMs: options.relayLeaseMs }),
     pollConcurrency: options.pollConcurrency,
     pollWalkEveryMs: options.pollWalkEveryMs,
     events: options.eventStream ? options.salt : undefined,
@@ -128,8 +132,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
 
   let app: FastifyInstance | undefined;
   let address: string;
+  let connections: ConnectionDrain;
   try {
     app = await buildApp(ctx);
+    connections = trackConnections(app.server);
     address = await app.listen({ host: options.host, port: options.port });
   } catch (error) {
     await app?.close();
@@ -145,7 +151,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       draining = true;
-      await listening.close();
+      const closed = listening.close();
+      // Sockets without a request in flight would otherwise hold the close until Node's headersTimeout.
+      connections.closeWhenIdle();
+      await closed;
       controller.abort();
       // A failed loop was logged when it failed; a rollout's end is logged by the rollout service.
       await Promise.all([loops.done.catch(() => undefined), rollouts.stop()]);

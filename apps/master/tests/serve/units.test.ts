@@ -139,6 +139,7 @@ describe('serve configuration', () => {
       keyRetentionMs: 24 * 3_600_000,
       acceptLegacy: false,
       relayConcurrency: 4,
+      relayLeaseMs: 120_000,
       pollConcurrency: 64,
       pollWalkEveryMs: 30_000,
       eventStream: true,
@@ -156,18 +157,20 @@ describe('serve configuration', () => {
         ODUFLOW_KEY_RETENTION_HOURS: '48',
         ODUFLOW_ACCEPT_LEGACY: 'true',
         ODUFLOW_RELAY_CONCURRENCY: '2',
+        ODUFLOW_RELAY_LEASE_MS: '5000',
         ODUFLOW_POLL_CONCURRENCY: '16',
         ODUFLOW_POLL_WALK_INTERVAL_MS: '5000',
         ODUFLOW_EVENT_STREAM: 'off',
       },
     );
-    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, keyRetentionMs: 48 * 3_600_000, acceptLegacy: true, relayConcurrency: 2, pollConcurrency: 16, pollWalkEveryMs: 5000, eventStream: false });
+    expect(config).toMatchObject({ host: '0.0.0.0', port: 9000, keyRetentionMs: 48 * 3_600_000, acceptLegacy: true, relayConcurrency: 2, relayLeaseMs: 5000, pollConcurrency: 16, pollWalkEveryMs: 5000, eventStream: false });
   });
 
   it.each([
     ['a key retention under 24 hours', { ODUFLOW_KEY_RETENTION_HOURS: '23' }],
     ['a port out of range', { ODUFLOW_LISTEN_PORT: '65536' }],
     ['a concurrency of 0', { ODUFLOW_RELAY_CONCURRENCY: '0' }],
+    ['a relay lease under a second', { ODUFLOW_RELAY_LEASE_MS: '999' }],
     ['an accept-legacy that is not a boolean', { ODUFLOW_ACCEPT_LEGACY: 'maybe' }],
     ['an event stream setting other than on/off', { ODUFLOW_EVENT_STREAM: 'sometimes' }],
   ])('refuses %s', (_label, extra) => {

@@ -46,6 +46,11 @@ interface Publication {
   readonly args: readonly unknown[];
 }
 
+/** What a simulated minion reaches when it runs a request (or its refusal of it). */
+type SimulatedResult =
+  | { status: 'succeeded' | 'failed' | 'unknown'; passed: number; total: number }
+  | { status: 'refused'; passed: 0; total: 0; reason: string };
+
 interface Execution {
   readonly jid: string;
   readonly profile: string;
@@ -102,9 +107,14 @@ export interface SaltApiStandIn {
   /** Overrides the simulated status answer; `simulated` is what the minion would say. */
   status: (args: readonly unknown[], minionId: string, simulated: CallReply) => CallReply;
   /** The result the simulated minion reaches when it runs a request (or its refusal of it). */
-  result:
-    | { status: 'succeeded' | 'failed' | 'unknown'; passed: number; total: number }
-    | { status: 'refused'; passed: 0; total: 0; reason: string };
+  result: SimulatedResult;
+  /** The result per minion (default: `result` for every minion). */
+  resultOf: (minionId: string) => SimulatedResult;
+  /**
+   * Called for every publication as it arrives (after it was counted, before
+   * it is answered), with the stand-in's clock: timeline checks read it.
+   */
+  onPublication: ((publication: Publication & { readonly at: number }) => void) | undefined;
   publicationsOf(requestId: string): number;
   publicationsUnder(jid: string): number;
   /** Forgets every issued token: the next authenticated call gets 401 (as after a salt-api restart). */
@@ -177,7 +187,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     const [requestId, profile, text] = args as string[];
     const done = executions.get(`${minionId}/${requestId}`);
     if (done === undefined || done.jid !== jid) return;
-    const result = standIn.result;
+    const result = standIn.resultOf(minionId);
     const ret = { protocol: 1, minion_id: minionId, request_id: requestId, jid, profile, state_digest: profile === 'custom' ? stateDigest(text) : '', ...result };
     const retcode = result.status === 'refused' ? 1 : 0;
     emit({
@@ -194,7 +204,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     if (done.jid !== jid || done.profile !== profile || done.digest !== digest) {
       return { retcode: 1, ret: { protocol: 1, error: 'binding_conflict', message: 'the receipt for this request is bound to another JID' } };
     }
-    return { retcode: 0, ret: { ...shape, ...standIn.result } };
+    return { retcode: 0, ret: { ...shape, ...standIn.resultOf(minionId) } };
   };
 
   const replyToCall = (res: ServerResponse, minionId: string, reply: CallReply): void => {
@@ -256,6 +266,7 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
       const jid = String(chunk['jid']);
       if (standIn.publishMode === 'no_match') return send(res, 200, { return: [{}] });
       standIn.publications.push({ minionId, jid, fun, args });
+      standIn.onPublication?.({ minionId, jid, fun, args, at: Date.now() });
       const [requestId, profile, text] = args as string[];
       const key = `${minionId}/${requestId}`;
       // Like oduflow_job: one execution per request; the receipt is bound to the first JID.
@@ -399,6 +410,8 @@ export async function startSaltApiStandIn(options: StandInOptions = {}): Promise
     acceptedKeys: undefined,
     status: (_args, _minion, simulated) => simulated,
     result: { status: 'succeeded', passed: 60, total: 60 },
+    resultOf: () => standIn.result,
+    onPublication: undefined,
     publicationsOf: (requestId) => standIn.publications.filter((p) => p.args[0] === requestId).length,
     publicationsUnder: (jid) => standIn.publications.filter((p) => p.jid === jid).length,
     dropTokens: () => tokens.clear(),
