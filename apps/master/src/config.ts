@@ -45,7 +45,7 @@ function pick(flag: string | undefined, env: Env, name: string): string | undefi
   return value === undefined || value === '' ? undefined : value;
 }
 
-export function isPostgresUrl(store: string): boolean {
+function isPostgresUrl(store: string): boolean {
   return store.startsWith('postgres://') || store.startsWith('postgresql://');
 }
 

@@ -59,11 +59,13 @@ function sha256Hex(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-function checkScope(scope: AdmissionScope): void {
-  const fields = (typeof scope === 'object' && scope !== null ? scope : {}) as unknown as Record<string, unknown>;
+/** Checks a scope as a JavaScript caller may pass it: anything at all. */
+function checkScope(scope: unknown): void {
+  const fields = (typeof scope === 'object' && scope !== null ? scope : {}) as Record<string, unknown>;
   for (const name of ['tenant', 'actor', 'action', 'key'] as const) {
     const value = fields[name];
     // No control characters: a tenant and an actor are kept with the key for operators.
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
     if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SCOPE_LENGTH || /[\u0000-\u001f\u007f]/.test(value)) {
       throw new MasterRunnerError('invalid_input', `an admission's ${name} must be 1 to ${MAX_SCOPE_LENGTH} printable characters`, {
         detail: 'invalid_admission_key',

@@ -31,11 +31,11 @@ export interface OutboxFileEntry {
   readonly claimed_until: string | null;
 }
 
-export function outboxFileName(requestId: string): string {
+function outboxFileName(requestId: string): string {
   return `${requestId}.json`;
 }
 
-export function requestIdOfOutboxFile(name: string): string | undefined {
+function requestIdOfOutboxFile(name: string): string | undefined {
   const id = name.endsWith('.json') ? name.slice(0, -'.json'.length) : '';
   return isRequestId(id) ? id : undefined;
 }

@@ -31,7 +31,7 @@ function blockedMessage(blocker: RequestRecord): string {
     : `${what}; poll it or reconcile it first`;
 }
 
-export function refuseIfBlocked(blockers: readonly RequestRecord[]): void {
+function refuseIfBlocked(blockers: readonly RequestRecord[]): void {
   const first = blockers[0];
   if (first === undefined) return;
   throw new MasterRunnerError('target_blocked', blockedMessage(first), { requestId: first.request_id, detail: first.state });

@@ -51,7 +51,7 @@ function main(): number {
     const report = explore(variantBound(variant), options);
     const ok = report.violation !== undefined;
     results.push({ name: `broken variant ${variant}`, report, ok });
-    if (!values.json) process.stdout.write(`broken variant ${variant}: ${ok ? `caught after ${report.states} states (${report.violation?.steps.length} steps): ${report.violation?.invariant}` : 'NOT CAUGHT'}\n`);
+    if (!values.json) process.stdout.write(`broken variant ${variant}: ${ok ? `caught after ${report.states} states (${report.violation.steps.length} steps): ${report.violation.invariant}` : 'NOT CAUGHT'}\n`);
   }
   if (values.json) {
     process.stdout.write(`${JSON.stringify(results.map(({ name, report, ok }) => ({ name, ok, ...report, violation: report.violation && { invariant: report.violation.invariant, problem: report.violation.problem, steps: report.violation.steps.length } })))}\n`);

@@ -135,7 +135,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
   const stop = async (): Promise<void> => {
     if (started) {
       started = false;
-      await run(join(POSTGRES_BIN_DIR, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'immediate', '-w', '-t', '30'], owner, 40_000).catch(async () => {
+      await run(join(POSTGRES_BIN_DIR, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'immediate', '-w', '-t', '30'], owner, 40_000).catch(() => {
         // A server that will not stop cleanly must not outlive the tests.
         const pid = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
         if (Number.isInteger(pid) && pid > 0) process.kill(pid, 'SIGKILL');

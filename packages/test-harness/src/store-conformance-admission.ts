@@ -237,7 +237,7 @@ export function admissionConformanceCases(current: () => RecordStore): void {
     it('never hands one entry to two concurrent claims', async () => {
       for (let n = 1; n <= 6; n += 1) await create(record(n, { minionId: minion(n) }), { outbox: { stateDataJson: '' } });
       const [a, b, c] = await Promise.all([claimAt(0, 3), claimAt(0, 3), claimAt(0, 3)]);
-      const handed = [...(a ?? []), ...(b ?? []), ...(c ?? [])].map((e) => e.requestId);
+      const handed = [...a, ...b, ...c].map((e) => e.requestId);
       expect(handed.sort()).toEqual([1, 2, 3, 4, 5, 6].map(requestId));
     });
   });

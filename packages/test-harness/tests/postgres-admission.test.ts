@@ -44,6 +44,7 @@ beforeAll(async () => {
   cluster = await startPostgres();
 }, 90_000);
 afterAll(async () => {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
   await cluster?.stop();
 }, 60_000);
 

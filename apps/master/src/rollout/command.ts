@@ -28,7 +28,7 @@ import { listingView, rolloutView } from './view.js';
  * checkpoints) defaults to `rollouts/` beside a file store's directory.
  */
 
-export interface RolloutFlags extends CommonFlags {
+interface RolloutFlags extends CommonFlags {
   readonly profile?: string;
   readonly targets?: string;
   readonly batch?: string;
@@ -43,7 +43,7 @@ export interface RolloutFlags extends CommonFlags {
 }
 
 /** Where rollouts live when nothing says: beside the default file store. */
-export const DEFAULT_ROLLOUT_WORKSPACE = join(dirname(DEFAULT_FILE_STORE_ROOT), 'rollouts');
+const DEFAULT_ROLLOUT_WORKSPACE = join(dirname(DEFAULT_FILE_STORE_ROOT), 'rollouts');
 
 function pick(flag: string | undefined, env: Env, name: string): string | undefined {
   const value = flag ?? env[name];
@@ -80,11 +80,11 @@ function emptyStore(location: string): RecordStore {
   };
   return {
     location,
-    get: async () => undefined,
-    getByJid: async () => undefined,
-    list: async () => [],
-    countUnresolved: async () => ({}),
-    scan: () => ({ [Symbol.asyncIterator]: () => ({ next: async () => ({ done: true as const, value: undefined }) }) }),
+    get: () => Promise.resolve(undefined),
+    getByJid: () => Promise.resolve(undefined),
+    list: () => Promise.resolve([]),
+    countUnresolved: () => Promise.resolve({}),
+    scan: () => ({ [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true as const, value: undefined }) }) }),
     withTarget: refuse,
     updateRequest: refuse,
     claimKey: refuse,
@@ -93,7 +93,7 @@ function emptyStore(location: string): RecordStore {
     claimOutbox: refuse,
     removeOutbox: refuse,
     deferOutbox: refuse,
-    close: async () => undefined,
+    close: () => Promise.resolve(),
   };
 }
 
@@ -106,7 +106,7 @@ async function withDryRunDeps<T>(w: Wiring, work: (deps: MasterDeps) => Promise<
   });
 }
 
-export interface RolloutTerminal {
+interface RolloutTerminal {
   readonly stderrIsTty: boolean;
   readonly stderr: NodeJS.WritableStream;
   readonly stdin: AsyncIterable<Buffer | string>;
@@ -114,6 +114,7 @@ export interface RolloutTerminal {
 
 /** This process's terminal, looked at only when a rollout starts (touching process.stdin opens it). */
 function processTerminal(): RolloutTerminal {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-boolean-literal-compare -- @types/node says boolean, but isTTY is undefined when stderr is not a terminal
   return { stderrIsTty: process.stderr.isTTY === true, stderr: process.stderr, stdin: process.stdin };
 }
 
@@ -165,7 +166,7 @@ async function startOrResume(w: Wiring, flags: RolloutFlags, write: (text: strin
  * Read-only for show and list: no store is opened, no lock is taken for
  * writing, nothing is created.
  */
-export async function rolloutCommand(
+async function rolloutCommand(
   w: Wiring,
   flags: RolloutFlags,
   operands: readonly (string | undefined)[],

@@ -15,13 +15,13 @@ import { isMinionId } from '@oduflow/protocol';
  */
 
 /** A minion id line is ~45 bytes; this leaves room for comments. */
-export const MAX_TARGETS_BYTES = 16 * 1024 * 1024;
+const MAX_TARGETS_BYTES = 16 * 1024 * 1024;
 
 function invalid(message: string): never {
   throw new MasterRunnerError('invalid_input', message, { detail: 'invalid_minion_id' });
 }
 
-export function parseTargets(text: string, source: string): string[] {
+function parseTargets(text: string, source: string): string[] {
   const targets: string[] = [];
   text.split('\n').forEach((raw, index) => {
     const line = raw.trim();

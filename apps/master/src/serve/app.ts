@@ -19,13 +19,14 @@ import { registerTargetRoutes } from './routes-targets.js';
  * leaves one access-log line without headers or bodies.
  */
 
-export const API_VERSION = '1.0.0';
+const API_VERSION = '1.0.0';
 /** Large enough for 64 KiB of canonical high data sent with some whitespace and escapes. */
-export const BODY_LIMIT_BYTES = 256 * 1024;
+const BODY_LIMIT_BYTES = 256 * 1024;
 
 export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   const app = Fastify({
     // pino's Logger, typed as fastify's view of it (the same object).
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it sets Fastify()'s logger type parameter: with pino's type the instance is no FastifyInstance
     loggerInstance: ctx.deps.logger as FastifyBaseLogger,
     logController: new ServiceLogController(),
     genReqId: () => randomUUID(),
@@ -56,6 +57,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
     transformObject: jsonSchemaTransformObject,
   });
 
+  // eslint-disable-next-line @typescript-eslint/require-await -- fastify waits for a done callback unless a hook returns a promise: async is the promise style
   app.addHook('onRequest', async (request) => {
     if (ctx.draining() && request.routeOptions.config.scope !== undefined) {
       throw new ProblemError('unavailable', 'the service is shutting down; retry against another instance or later', { retryAfterS: 5 });

@@ -70,7 +70,7 @@ export function toProblem(error: unknown): ProblemError {
     if (e.validationContext === 'headers') return new ProblemError('invalid_idempotency_key', keyProblemDetail('missing'), { reason: 'missing' });
     return new ProblemError('invalid_request', validationDetail(e));
   }
-  if (error instanceof Error && 'method' in error && isResponseSerializationError(error as never)) {
+  if (error instanceof Error && 'method' in error && isResponseSerializationError(error)) {
     return new ProblemError('internal', 'the service could not complete the request; its log has the cause');
   }
   const status = e.statusCode ?? 500;

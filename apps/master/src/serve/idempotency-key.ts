@@ -7,7 +7,7 @@
  * logged (admission hashes it with its scope).
  */
 
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 export type KeyParse =
   | { readonly ok: true; readonly key: string }
@@ -28,7 +28,7 @@ function unquote(raw: string): string | undefined {
       continue;
     }
     if (c < 0x20 || c > 0x7e) return undefined;
-    out += raw[i];
+    out += raw.charAt(i);
   }
   return undefined; // no closing quote
 }

@@ -106,7 +106,7 @@ export function createServiceMetrics(options: MetricsOptions): ServiceMetrics {
       onReconnect: (reason) => streamReconnects.inc({ reason }),
       onRecorded: (outcome, durationMs) => {
         eventReturns.inc({ outcome });
-        if (outcome === 'committed' && durationMs !== undefined) eventToRecord.observe(durationMs / 1000);
+        if (outcome === 'committed') eventToRecord.observe(durationMs / 1000);
       },
       onIgnored: (why) => eventReturns.inc({ outcome: `ignored_${why}` }),
     },

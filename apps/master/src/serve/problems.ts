@@ -9,8 +9,8 @@ import { z } from 'zod';
  * is root on the minion) or a credential.
  */
 
-export const PROBLEM_BASE = 'https://oduflow.dev/problems/';
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PROBLEM_BASE = 'https://oduflow.dev/problems/';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 export const PROBLEMS = {
   invalid_request: { status: 400, title: 'The request is malformed' },
@@ -54,7 +54,7 @@ export const ProblemSchema = z
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details' });
 
-export type Problem = z.infer<typeof ProblemSchema>;
+type Problem = z.infer<typeof ProblemSchema>;
 
 export interface ProblemExtras {
   readonly reason?: string;
@@ -81,13 +81,13 @@ export class ProblemError extends Error {
   }
 }
 
-export function problemBody(code: ProblemCode, detail: string, instance: string, extras: ProblemExtras = {}): Problem {
+function problemBody(code: ProblemCode, detail: string, instance: string, extras: ProblemExtras = {}): Problem {
   const { status, title } = PROBLEMS[code];
   const { retryAfterS: _retryAfterS, ...fields } = extras;
   return { type: `${PROBLEM_BASE}${code}`, title, status, detail, instance, code, ...fields };
 }
 
-export function instanceOf(request: FastifyRequest): string {
+function instanceOf(request: FastifyRequest): string {
   return `urn:uuid:${request.id}`;
 }
 

@@ -29,7 +29,7 @@ export function registerOpsRoutes(app: FastifyInstance, ctx: ServiceContext): vo
   r.get(
     '/healthz',
     { schema: { operationId: 'health', summary: 'The process serves', tags: ['operations'], response: { 200: HealthSchema } } },
-    async () => ({ status: 'ok' as const }),
+    () => ({ status: 'ok' as const }),
   );
 
   r.get(
@@ -67,5 +67,5 @@ export function registerOpsRoutes(app: FastifyInstance, ctx: ServiceContext): vo
     },
   );
 
-  r.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  r.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
 }

@@ -25,7 +25,7 @@ import type { Principal } from './tokens.js';
  * request is 404, so its existence is not revealed.
  */
 
-export const ADMISSION_ACTION = 'request.create';
+const ADMISSION_ACTION = 'request.create';
 
 const security = [{ bearer: [] }];
 

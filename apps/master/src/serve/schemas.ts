@@ -24,11 +24,10 @@ export const CreateRequestBodySchema = z
       ),
   })
   .meta({ id: 'CreateRequest' });
-export type CreateRequestBody = z.infer<typeof CreateRequestBodySchema>;
 
 const ReconciliationView = z.strictObject({ reason: z.string(), actor: z.string(), at: InstantSchema });
 
-export const LegacyRecordSchema = z
+const LegacyRecordSchema = z
   .strictObject({
     protocol: z.null(),
     request_id: z.string(),
@@ -40,7 +39,7 @@ export const LegacyRecordSchema = z
   })
   .meta({ id: 'LegacyRequestRecord', description: 'A record from before protocol 1, without its verbatim fields' });
 
-export const ProtocolRecordSchema = RequestRecordSchema.meta({
+const ProtocolRecordSchema = RequestRecordSchema.meta({
   id: 'RequestRecord',
   description: 'The request record as stored (protocol 1). Never holds state data; a custom request carries only its state_digest.',
 });

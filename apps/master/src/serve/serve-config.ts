@@ -34,7 +34,7 @@ export interface ServeConfig {
   readonly eventStream: boolean;
 }
 
-export const SERVE_DEFAULTS = Object.freeze({
+const SERVE_DEFAULTS = Object.freeze({
   host: '127.0.0.1',
   port: 8470,
   keyRetentionHours: 24,
@@ -45,7 +45,7 @@ export const SERVE_DEFAULTS = Object.freeze({
 });
 
 /** Idempotency keys are kept at least this long (the API promises 24 h). */
-export const MIN_KEY_RETENTION_HOURS = 24;
+const MIN_KEY_RETENTION_HOURS = 24;
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -17,7 +17,7 @@ export interface TokenNewFlags {
 }
 
 /** 32 random bytes, base64url: a bearer token of 256 bits, with a prefix that secret scanners can match. */
-export function newToken(): string {
+function newToken(): string {
   return `odf_${randomBytes(32).toString('base64url')}`;
 }
 

@@ -81,7 +81,7 @@ export function tokenRegistry(value: unknown, path: string): TokenRegistry {
   const parsed = TokensFileSchema.safeParse(value);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    throw invalid(path, `${first === undefined ? 'invalid' : `invalid at ${issueWhere(first)} (${first.code})`}`);
+    throw invalid(path, first === undefined ? 'invalid' : `invalid at ${issueWhere(first)} (${first.code})`);
   }
   const file = parsed.data;
   const owners = new Map<string, string>();

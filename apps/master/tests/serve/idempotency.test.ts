@@ -20,6 +20,7 @@ beforeAll(async () => {
   cluster = await startPostgres();
 }, 90_000);
 afterAll(async () => {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
   await cluster?.stop();
 }, 60_000);
 
@@ -83,26 +84,26 @@ describe.each(STORES)('on %s', (_store, openStore) => {
     it('accepts 255 characters, and a quoted key means the same as its unquoted content', async () => {
       const long = await post('k'.repeat(255));
       expect(long.statusCode).toBe(202);
-      await settled((long.json() as ProtocolRequestRecord).request_id);
+      await settled(long.json<ProtocolRequestRecord>().request_id);
       const bare = await post('order-42', { ...body, minion_id: ACME_B });
       const quoted = await post('"order-42"', { ...body, minion_id: ACME_B });
       expect(bare.statusCode).toBe(202);
       expect(quoted.statusCode).toBe(202);
       expect(quoted.headers['idempotent-replayed']).toBe('true');
-      expect((quoted.json() as ProtocolRequestRecord).request_id).toBe((bare.json() as ProtocolRequestRecord).request_id);
+      expect(quoted.json<ProtocolRequestRecord>().request_id).toBe(bare.json<ProtocolRequestRecord>().request_id);
     });
 
     it('with the same body answers the same request, says it is a replay, and Salt sees exactly one publication', async () => {
       const first = await post('same-key');
       expect(first.statusCode).toBe(202);
-      const record = first.json() as ProtocolRequestRecord;
+      const record = first.json<ProtocolRequestRecord>();
       expect(first.headers['idempotent-replayed']).toBeUndefined();
 
       const again = await post('same-key');
       expect(again.statusCode).toBe(202);
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.headers['location']).toBe(`/v1/requests/${record.request_id}`);
-      expect((again.json() as ProtocolRequestRecord).request_id).toBe(record.request_id);
+      expect(again.json<ProtocolRequestRecord>().request_id).toBe(record.request_id);
 
       await settled(record.request_id);
       // A replay after the request settled shows where it is now, and still publishes nothing.
@@ -117,7 +118,7 @@ describe.each(STORES)('on %s', (_store, openStore) => {
     it('with another body is 422 key_mismatch, and nothing new is recorded', async () => {
       const first = await post('reused-key');
       expect(first.statusCode).toBe(202);
-      await settled((first.json() as ProtocolRequestRecord).request_id);
+      await settled(first.json<ProtocolRequestRecord>().request_id);
       const other = await post('reused-key', { ...body, profile: 'production' });
       expect(other.statusCode).toBe(422);
       expect(other.json()).toMatchObject({ code: 'key_mismatch' });
@@ -129,11 +130,11 @@ describe.each(STORES)('on %s', (_store, openStore) => {
 
     it('is scoped by tenant and actor: the same key from another token is another request', async () => {
       const a = await post('shared-key', body, TOKENS.acmeAll);
-      await settled((a.json() as ProtocolRequestRecord).request_id);
+      await settled(a.json<ProtocolRequestRecord>().request_id);
       const b = await post('shared-key', body, TOKENS.acmeDispatch);
       expect(b.statusCode).toBe(202);
       expect(b.headers['idempotent-replayed']).toBeUndefined();
-      expect((b.json() as ProtocolRequestRecord).request_id).not.toBe((a.json() as ProtocolRequestRecord).request_id);
+      expect(b.json<ProtocolRequestRecord>().request_id).not.toBe(a.json<ProtocolRequestRecord>().request_id);
     });
 
     it('is 409 key_in_flight while the first admission with that key is still being admitted', async () => {
@@ -149,7 +150,7 @@ describe.each(STORES)('on %s', (_store, openStore) => {
       release();
       const done = await first;
       expect(done.statusCode).toBe(202);
-      const record = done.json() as ProtocolRequestRecord;
+      const record = done.json<ProtocolRequestRecord>();
       await settled(record.request_id);
       expect(world.standIn.publicationsOf(record.request_id)).toBe(1);
       // Once admitted, the same key replays.
@@ -167,7 +168,7 @@ describe.each(STORES)('on %s', (_store, openStore) => {
 
     it('does not affect a GET: an Idempotency-Key on a read is ignored', async () => {
       const created = await post('read-key');
-      const id = (created.json() as ProtocolRequestRecord).request_id;
+      const id = created.json<ProtocolRequestRecord>().request_id;
       for (const key of ['read-key', '', 'k'.repeat(300)]) {
         const read = await world.call({ method: 'GET', url: `/v1/requests/${id}`, token: TOKENS.acmeRead, headers: { 'idempotency-key': key } });
         expect(read.statusCode).toBe(200);
@@ -184,14 +185,14 @@ describe.each(STORES)('on %s', (_store, openStore) => {
       await world.close();
       world = await start({ keyRetentionMs: 300 });
       const first = await post('expiring-key');
-      const firstId = (first.json() as ProtocolRequestRecord).request_id;
+      const firstId = first.json<ProtocolRequestRecord>().request_id;
       await settled(firstId);
       const expired = async (): Promise<boolean> => /oduflow_idempotency_keys_expired_total [1-9]/.test(await world.service.metrics.registry.metrics());
       await waitFor(expired, 10_000, 'the key expired');
       const again = await post('expiring-key');
       expect(again.statusCode).toBe(202);
       expect(again.headers['idempotent-replayed']).toBeUndefined();
-      expect((again.json() as ProtocolRequestRecord).request_id).not.toBe(firstId);
+      expect(again.json<ProtocolRequestRecord>().request_id).not.toBe(firstId);
       expect(await world.store.get(firstId)).toMatchObject({ state: 'succeeded' });
     });
   });

@@ -17,7 +17,7 @@ describe('GET /openapi.json', () => {
   it('is a valid OpenAPI 3.1 document generated from the route schemas', async () => {
     const response = await world.call({ method: 'GET', url: '/openapi.json' });
     expect(response.statusCode).toBe(200);
-    const document = response.json() as Record<string, unknown>;
+    const document = response.json<Record<string, unknown>>();
     const validator = new Validator();
     const result = await validator.validate(document);
     expect(result.errors ?? []).toEqual([]);
@@ -26,13 +26,13 @@ describe('GET /openapi.json', () => {
   });
 
   it('documents every route, its security, the record schema and the problem answers', async () => {
-    const document = (await world.call({ method: 'GET', url: '/openapi.json' })).json() as {
+    const document = (await world.call({ method: 'GET', url: '/openapi.json' })).json<{
       paths: Record<
         string,
         Record<string, { security?: unknown; parameters?: { in: string; name: string; required?: boolean }[]; responses: Record<string, { content?: Record<string, unknown> }>; requestBody?: unknown }>
       >;
       components: { schemas: Record<string, { properties?: Record<string, unknown> }>; securitySchemes: Record<string, unknown> };
-    };
+    }>();
     expect(Object.keys(document.paths).sort()).toEqual(
       [
         '/healthz',
@@ -72,7 +72,7 @@ describe('GET /metrics', () => {
     world.standIn.returnEvents = false;
     const response = await world.call({ method: 'POST', url: '/v1/requests', token: TOKENS.acmeAll, key: 'metrics-key', payload: { minion_id: ACME_A, profile: 'configure' } });
     expect(response.statusCode, response.body).toBe(202);
-    const record = response.json() as ProtocolRequestRecord;
+    const record = response.json<ProtocolRequestRecord>();
     await waitFor(async () => (await world.store.get(record.request_id))?.state === 'succeeded', 10_000, 'polled to succeeded');
     await world.call({ method: 'POST', url: '/v1/requests', token: TOKENS.acmeAll, key: 'metrics-key', payload: { minion_id: ACME_A, profile: 'configure' } });
 

@@ -83,7 +83,7 @@ describe('tenant isolation', () => {
   it("answers 404 for another tenant's request and target, as for ones that do not exist", async () => {
     const admitted = await admit(GLOBEX_A, TOKENS.globexAll);
     expect(admitted.statusCode).toBe(202);
-    const id = (admitted.json() as { request_id: string }).request_id;
+    const id = admitted.json<{ request_id: string }>().request_id;
     expectProblem(await world.call({ method: 'GET', url: `/v1/requests/${id}`, token: TOKENS.acmeAll }), 404, 'not_found');
     expectProblem(await world.call({ method: 'GET', url: '/v1/requests/00000000-0000-4000-8000-000000000001', token: TOKENS.acmeAll }), 404, 'not_found');
     expectProblem(await world.call({ method: 'GET', url: `/v1/targets/${GLOBEX_A}`, token: TOKENS.acmeAll }), 404, 'not_found');
@@ -99,7 +99,7 @@ describe('tenant isolation', () => {
   it("never lists another tenant's requests, even when asked by minion id", async () => {
     expect((await admit(GLOBEX_A, TOKENS.globexAll)).statusCode).toBe(202);
     expect((await admit(ACME_A, TOKENS.acmeAll)).statusCode).toBe(202);
-    const mine = (await world.call({ method: 'GET', url: '/v1/requests', token: TOKENS.acmeAll })).json() as { items: { minion_id: string }[] };
+    const mine = (await world.call({ method: 'GET', url: '/v1/requests', token: TOKENS.acmeAll })).json<{ items: { minion_id: string }[] }>();
     expect(mine.items.map((r) => r.minion_id)).toEqual([ACME_A]);
     const theirs = await world.call({ method: 'GET', url: `/v1/requests?minion_id=${GLOBEX_A}`, token: TOKENS.acmeAll });
     expect(theirs.json()).toEqual({ items: [], next_cursor: null });
@@ -110,8 +110,8 @@ describe('POST /v1/requests', () => {
   it('answers 202 with the record and a Location, and the relay publishes it to its receipt', async () => {
     const response = await admit(ACME_A);
     expect(response.statusCode).toBe(202);
-    const record = response.json() as ProtocolRequestRecord;
-    expect(record).toMatchObject({ protocol: 1, minion_id: ACME_A, profile: 'configure', state: 'prepared', jid: expect.stringMatching(/^[0-9]{20}$/) });
+    const record = response.json<ProtocolRequestRecord>();
+    expect(record).toMatchObject({ protocol: 1, minion_id: ACME_A, profile: 'configure', state: 'prepared', jid: expect.stringMatching(/^[0-9]{20}$/) as unknown });
     expect(response.headers['location']).toBe(`/v1/requests/${record.request_id}`);
     expect(response.headers['idempotent-replayed']).toBeUndefined();
     expect(await settled(record.request_id)).toMatchObject({ passed: 60, total: 60, jid: record.jid });
@@ -131,7 +131,7 @@ describe('POST /v1/requests', () => {
   it('answers 409 target_blocked naming the blocker the tenant may see', async () => {
     world.standIn.returnEvents = false;
     world.standIn.status = (_args, _minion, simulated) => ('ret' in simulated ? { ...simulated, ret: { ...(simulated.ret as object), status: 'running', passed: 0, total: 0 } } : simulated);
-    const first = (await admit(ACME_A)).json() as ProtocolRequestRecord;
+    const first = (await admit(ACME_A)).json<ProtocolRequestRecord>();
     const body = expectProblem(await admit(ACME_A), 409, 'target_blocked');
     expect(body).toMatchObject({ blocking_request_id: first.request_id });
     expect(String(body['detail'])).toContain(first.request_id);
@@ -205,7 +205,7 @@ describe('a custom request', () => {
     const stateData = { [`${marker}-id`]: { 'cmd.run': [{ name: `echo ${marker}` }] } };
     const response = await admit(ACME_B, TOKENS.acmeAll, { profile: 'custom', state_data: stateData });
     expect(response.statusCode).toBe(202);
-    const record = response.json() as ProtocolRequestRecord;
+    const record = response.json<ProtocolRequestRecord>();
     expect(record.state_digest).toMatch(/^[0-9a-f]{64}$/);
     const done = await settled(record.request_id);
     // The minion got it exactly once, canonical.
@@ -230,7 +230,7 @@ describe('GET /v1/requests and /v1/requests/{id}', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i += 1) {
       const response = await admit(i % 2 === 0 ? ACME_A : ACME_B);
-      const id = (response.json() as { request_id: string }).request_id;
+      const id = response.json<{ request_id: string }>().request_id;
       ids.push(id);
       await settled(id);
     }
@@ -239,7 +239,7 @@ describe('GET /v1/requests and /v1/requests/{id}', () => {
     let pages = 0;
     do {
       const url: string = `/v1/requests?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`;
-      const page = (await world.call({ method: 'GET', url, token: TOKENS.acmeRead })).json() as { items: { request_id: string }[]; next_cursor: string | null };
+      const page = (await world.call({ method: 'GET', url, token: TOKENS.acmeRead })).json<{ items: { request_id: string }[]; next_cursor: string | null }>();
       expect(page.items.length).toBeLessThanOrEqual(2);
       seen.push(...page.items.map((r) => r.request_id));
       cursor = page.next_cursor;
@@ -248,12 +248,12 @@ describe('GET /v1/requests and /v1/requests/{id}', () => {
     expect(pages).toBe(3);
     expect(seen).toEqual([...ids].sort());
 
-    const onB = (await world.call({ method: 'GET', url: `/v1/requests?minion_id=${ACME_B}&state=succeeded,failed`, token: TOKENS.acmeRead })).json() as {
+    const onB = (await world.call({ method: 'GET', url: `/v1/requests?minion_id=${ACME_B}&state=succeeded,failed`, token: TOKENS.acmeRead })).json<{
       items: { minion_id: string }[];
-    };
+    }>();
     expect(onB.items).toHaveLength(2);
     expect(onB.items.every((r) => r.minion_id === ACME_B)).toBe(true);
-    const none = (await world.call({ method: 'GET', url: '/v1/requests?state=prepared', token: TOKENS.acmeRead })).json();
+    const none = (await world.call({ method: 'GET', url: '/v1/requests?state=prepared', token: TOKENS.acmeRead })).json<unknown>();
     expect(none).toEqual({ items: [], next_cursor: null });
   });
 
@@ -274,8 +274,8 @@ describe('GET /v1/targets/{minion_id}', () => {
     });
     world.standIn.returnEvents = false;
     world.standIn.status = (_args, _minion, simulated) => ('ret' in simulated ? { ...simulated, ret: { ...(simulated.ret as object), status: 'running', passed: 0, total: 0 } } : simulated);
-    const record = (await admit(ACME_A)).json() as ProtocolRequestRecord;
-    const target = (await world.call({ method: 'GET', url: `/v1/targets/${ACME_A}`, token: TOKENS.acmeRead })).json() as { blocked: boolean; blockers: { request_id: string }[] };
+    const record = (await admit(ACME_A)).json<ProtocolRequestRecord>();
+    const target = (await world.call({ method: 'GET', url: `/v1/targets/${ACME_A}`, token: TOKENS.acmeRead })).json<{ blocked: boolean; blockers: { request_id: string }[] }>();
     expect(target.blocked).toBe(true);
     expect(target.blockers.map((b) => b.request_id)).toEqual([record.request_id]);
     expectProblem(await world.call({ method: 'GET', url: '/v1/targets/client-x', token: TOKENS.acmeRead }), 400, 'invalid_request');
@@ -286,7 +286,7 @@ describe('POST /v1/requests/{id}/reconcile', () => {
   async function blockedRequest(): Promise<ProtocolRequestRecord> {
     world.standIn.returnEvents = false;
     world.standIn.status = (_args, _minion, simulated) => ('ret' in simulated ? { ...simulated, ret: { ...(simulated.ret as object), status: 'unknown', passed: 0, total: 0 } } : simulated);
-    const record = (await admit(ACME_A)).json() as ProtocolRequestRecord;
+    const record = (await admit(ACME_A)).json<ProtocolRequestRecord>();
     await waitFor(async () => (await world.store.get(record.request_id))?.state === 'unknown', 10_000, 'unknown');
     return record;
   }
@@ -317,7 +317,7 @@ describe('POST /v1/requests/{id}/reconcile', () => {
   });
 
   it('answers 409 illegal_transition for a settled request', async () => {
-    const record = (await admit(ACME_A)).json() as ProtocolRequestRecord;
+    const record = (await admit(ACME_A)).json<ProtocolRequestRecord>();
     await settled(record.request_id);
     const response = await world.call({ method: 'POST', url: `/v1/requests/${record.request_id}/reconcile`, token: TOKENS.acmeAll, payload: { reason: 'too late' } });
     expectProblem(response, 409, 'illegal_transition');

@@ -22,7 +22,7 @@ interface DriverFields {
 }
 
 function fields(error: unknown): DriverFields {
-  return typeof error === 'object' && error !== null ? (error as DriverFields) : {};
+  return typeof error === 'object' && error !== null ? error : {};
 }
 
 /** The SQLSTATE of a server error, if it is one. */
@@ -92,8 +92,11 @@ export function fromPgError(error: unknown, what: string): MasterRunnerError {
 }
 
 /** An error of the caller's own code (a decide, a unit's work): passed on unchanged, never mapped. */
-export class CallerError {
-  constructor(readonly error: unknown) {}
+export class CallerError extends Error {
+  constructor(readonly error: unknown) {
+    super("the caller's own error, passed through a store call");
+    this.name = 'CallerError';
+  }
 }
 
 /** Runs `fn`, rethrowing driver failures as MasterRunnerError and the caller's own errors as they were. */

@@ -170,7 +170,7 @@ class PostgresRecordStore implements RecordStore {
     return pgCall('counting unresolved records', () =>
       this.#db.read(async (q) => {
         const found = await q<{ state: RequestState; n: number }>(`SELECT state, count(*)::integer AS n FROM ${REQUESTS} WHERE blocking GROUP BY state`);
-        return Object.fromEntries(found.rows.map((row) => [row.state, row.n])) as Partial<Record<RequestState, number>>;
+        return Object.fromEntries(found.rows.map((row) => [row.state, row.n]));
       }),
     );
   }
@@ -285,7 +285,7 @@ class PostgresRecordStore implements RecordStore {
           return await pgCall('creating a record', () => scope.transaction((q) => createIn(q, minionId, record, options)));
         } catch (error) {
           if (error instanceof Undo) return error.outcome;
-          if (error instanceof Blocked) throw await this.#blocked(scope.read, error.minionId, record.request_id);
+          if (error instanceof Blocked) throw await this.#blocked((fn) => scope.read(fn), error.minionId, record.request_id);
           throw error;
         }
       },

@@ -210,7 +210,7 @@ class BatchStage {
     try {
       const result = await dispatch(this.#d, { minionId, profile: spec.profile, requestId, ...(spec.profile === 'custom' ? { stateDataJson: spec.stateDataJson } : {}) });
       if (result.outcome === 'rejected') return rejectedRow(minionId, requestId, result.rejection, result.record.state);
-      if (result.outcome === 'existing' && result.record.state === 'prepared') return this.#publishPrepared(row);
+      if (result.outcome === 'existing' && result.record.state === 'prepared') return await this.#publishPrepared(row);
       return rowOfRecord(result.record, false);
     } catch (error) {
       if (!MasterRunnerError.isInstance(error)) throw error;

@@ -82,7 +82,7 @@ function codes(value: string | null): string | null {
 }
 
 /** The specifics of a record's reason, as one code (or a comma-separated list of readiness reasons). */
-export function reasonDetailOf(reason: RecordReason): string | null {
+function reasonDetailOf(reason: RecordReason): string | null {
   switch (reason.code) {
     case 'publish_uncertain':
     case 'publish_not_sent':

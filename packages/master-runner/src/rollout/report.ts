@@ -24,7 +24,7 @@ const Instant = z.iso.datetime();
 
 const CountsSchema = z.strictObject(Object.fromEntries(ROLLOUT_COUNT_KEYS.map((key) => [key, Count])) as Record<RolloutCountKey, typeof Count>);
 
-export const RolloutReportStageSchema = z.strictObject({
+const RolloutReportStageSchema = z.strictObject({
   stage_id: z.string().regex(/^batch-[0-9]{5}$/),
   status: z.enum(STAGE_STATUSES),
   started_at: Instant.nullable(),

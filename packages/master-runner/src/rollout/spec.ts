@@ -81,12 +81,13 @@ function byCodeUnit(a: string, b: string): number {
  * position in the input, never by its value.
  */
 export function parseRolloutSpec(input: RolloutInput): RolloutSpec {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript caller may pass anything
   if (typeof input !== 'object' || input === null || !Array.isArray(input.targets)) invalid('a rollout needs a list of targets', 'no_targets');
   if (input.targets.length === 0) invalid('a rollout needs at least one target', 'no_targets');
   input.targets.forEach((target, index) => {
     if (!isMinionId(target)) invalid(`target ${index + 1} is not a minion id (client-<uuid>)`, 'invalid_minion_id');
   });
-  const targets = [...new Set(input.targets)].sort(byCodeUnit);
+  const targets = [...new Set<string>(input.targets)].sort(byCodeUnit);
   if (targets.length > MAX_ROLLOUT_TARGETS) invalid(`a rollout takes at most ${MAX_ROLLOUT_TARGETS} targets`, 'too_many_targets');
   const batchSize = input.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!wholeNumber(batchSize, 1, MAX_BATCH_SIZE)) invalid(`the batch size must be a whole number from 1 to ${MAX_BATCH_SIZE}`, 'invalid_batch_size');

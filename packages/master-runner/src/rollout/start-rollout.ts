@@ -122,6 +122,7 @@ function summarize(input: SummaryInput): JobSummary {
  */
 export async function startRollout(deps: MasterDeps, input: RolloutInput, options: RolloutOptions): Promise<RolloutHandle> {
   const spec = parseRolloutSpec(input);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a JavaScript caller may pass no options
   if (typeof options?.workspace !== 'string' || !isAbsolute(options.workspace)) {
     throw new MasterRunnerError('invalid_input', 'the rollout workspace must be an absolute path', { detail: 'invalid_rollout_option' });
   }

@@ -41,7 +41,7 @@ export interface Disagreement {
   readonly occurrences: number;
 }
 
-export interface CategoryCounts {
+interface CategoryCounts {
   cases: number;
   accepted: number;
   rejected: number;
@@ -62,7 +62,7 @@ export interface FuzzReport {
 }
 
 /** The seed of chunk `k` of a run seeded `seed` (a 32-bit integer, as fast-check takes). */
-export function chunkSeed(seed: number, k: number): number {
+function chunkSeed(seed: number, k: number): number {
   return (Math.imul(k + 1, 0x9e3779b1) ^ seed) | 0;
 }
 

@@ -43,7 +43,7 @@ describe('the fixture writer', () => {
         // a few values the corpus holds compacted on one line by hand.
         const block = text.slice(text.indexOf(`"id": "${testCase.id}"`)).split('"id": "')[1] ?? '';
         const compacted = /": [[{][^\n\]}]/.test(block);
-        const rewritten = hasIntegerLikeKey(testCase) || /[:,\[]\s*-?[0-9]+(?:\.[0-9]+|[eE][-+]?[0-9]+)|[:,\[]\s*-?[0-9]{16,}/.test(block);
+        const rewritten = hasIntegerLikeKey(testCase) || /[:,[]\s*-?[0-9]+(?:\.[0-9]+|[eE][-+]?[0-9]+)|[:,[]\s*-?[0-9]{16,}/.test(block);
         expect(rewritten || compacted, `${testCase.id} is not laid out as corpusJson writes it`).toBe(true);
       }
     }

@@ -74,9 +74,10 @@ function perturb(answer: Answer, p: { kind: string; field: number; pick: number 
   const fields = [...Object.keys(wrong)];
   const field = fields[p.field % fields.length] as string;
   switch (p.kind) {
-    case 'remove':
-      delete copy[field];
-      return [copy, `without ${field}`];
+    case 'remove': {
+      const { [field]: _removed, ...without } = copy;
+      return [without, `without ${field}`];
+    }
     case 'replace': {
       const values = wrong[field] as readonly unknown[];
       copy[field] = values[p.pick % values.length];
@@ -134,7 +135,7 @@ const answerParts = (statuses: readonly string[]): fc.Arbitrary<AnswerParts> =>
   });
 
 function built(parts: AnswerParts): { answer: unknown; binding: Record<string, unknown>; label: string } {
-  const wrong = wrongValues(parts.nearMinion.value, parts.nearUuid.value, parts.nearJid.value, String(parts.answer['state_digest'] || 'a'.repeat(64)));
+  const wrong = wrongValues(parts.nearMinion.value, parts.nearUuid.value, parts.nearJid.value, (parts.answer['state_digest'] as string) || 'a'.repeat(64));
   let answer = parts.answer;
   const labels: string[] = [`status ${String(answer['status'])}`];
   for (const p of parts.perturbations) {

@@ -10,7 +10,7 @@ import { hexString, sometimes, trickyString } from './gen-text.js';
  */
 
 /** Semantic versions at the edges of the semver.org pattern, valid and not. */
-export const SEMVER_EDGES = [
+const SEMVER_EDGES = [
   '1.1.0', '0.0.0', '1.0.0-alpha', '1.0.0-alpha.1', '1.0.0-0.3.7', '1.0.0-x.7.z.92', '1.0.0-alpha+001', '1.0.0+20130313144700',
   '1.0.0-beta+exp.sha.5114f85', '1.0.0--', '1.0.0-0a', '99999999999999999999.0.0', '1.1.0-rc.1+build.2',
   '01.1.0', '1.01.0', '1.1.01', '1.1', '1.1.0.0', '1.1.0-', '1.1.0+', '1.1.0-01', '1.1.0-alpha..1', 'v1.1.0', '1.1.0\n',
@@ -44,8 +44,8 @@ function edited(c: Capabilities, edit: number, pick: number, remove: boolean, ex
   const copy: Capabilities = { ...c };
   const [field, change] = FIELD_EDITS[edit % FIELD_EDITS.length] as (typeof FIELD_EDITS)[number];
   if (remove) {
-    delete copy[field];
-    return [copy, `without ${field}`];
+    const { [field]: _removed, ...without } = copy;
+    return [without, `without ${field}`];
   }
   if (extra) {
     copy[['message', 'capability', 'module'][pick % 3] as string] = 'x';

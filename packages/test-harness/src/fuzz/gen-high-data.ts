@@ -21,9 +21,9 @@ const MODULES = ['pkg', 'file', 'service', 'cmd', 'user', 'test', 'mount', 'a'] 
 const FUNCTIONS = ['installed', 'managed', 'running', 'run', 'present', 'nop', 'succeed_without_changes'] as const;
 const ARG_KEYS = ['name', 'source', 'mode', 'user', 'require', 'watch', 'onlyif', 'order', 'names', 'contents', '_parallel', 'Parallel'] as const;
 
-export const FORBIDDEN_KEYS = ['__env__', '__sls__', '__pub_jid', '__pub_fun', '__id__', '__', '___', '__proto__', 'parallel'] as const;
+const FORBIDDEN_KEYS = ['__env__', '__sls__', '__pub_jid', '__pub_fun', '__id__', '__', '___', '__proto__', 'parallel'] as const;
 /** Keys that look reserved and are not: they must pass. */
-export const NEAR_FORBIDDEN_KEYS = ['_env_', '_parallel', 'Parallel', 'PARALLEL', 'parallel ', ' parallel', 'parallels', 'x__', '_', '_x_', 'env__', '\uff3f\uff3fenv'] as const;
+const NEAR_FORBIDDEN_KEYS = ['_env_', '_parallel', 'Parallel', 'PARALLEL', 'parallel ', ' parallel', 'parallels', 'x__', '_', '_x_', 'env__', '\uff3f\uff3fenv'] as const;
 
 const stateId = fc.oneof(fc.constantFrom('nginx', 'motd', '/etc/motd', 'a b', 'é', '1', 'Z'), wellFormedString.filter((s) => s.length > 0));
 const argObject: fc.Arbitrary<Json> = fc.dictionary(fc.constantFrom(...ARG_KEYS), domainValue as fc.Arbitrary<Json>, { maxKeys: 3, noNullPrototype: true });
@@ -41,7 +41,7 @@ const declaration: fc.Arbitrary<readonly [string, Json[]]> = fc
 /** A body with one or two declarations of different modules. */
 const body: fc.Arbitrary<Body> = fc.uniqueArray(declaration, { minLength: 1, maxLength: 2, selector: ([key]) => key.split('.')[0] }).map((entries) => Object.fromEntries(entries));
 
-export const validHighData: fc.Arbitrary<High> = fc.dictionary(stateId, body, { minKeys: 1, maxKeys: 4, noNullPrototype: true });
+const validHighData: fc.Arbitrary<High> = fc.dictionary(stateId, body, { minKeys: 1, maxKeys: 4, noNullPrototype: true });
 
 function clone<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
@@ -66,7 +66,7 @@ function validChildAt(level: number): Json {
 
 function withKey(high: High, key: string, pick: number): High {
   const copy = clone(high);
-  const objects = objectsOf(copy as Json);
+  const objects = objectsOf(copy);
   const [target, level] = objects[pick % objects.length] as [Record<string, Json>, number];
   target[key] = validChildAt(level);
   return copy;

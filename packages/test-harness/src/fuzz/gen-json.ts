@@ -15,7 +15,7 @@ import { DEVIATIONS, type Plan, misSerialize } from './mis-serialize.js';
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 /** Integers at and past ±(2^53−1), fractions, and doubles beyond the exponent threshold of JSON.stringify. */
-export const edgeNumber: fc.Arbitrary<number> = fc.oneof(
+const edgeNumber: fc.Arbitrary<number> = fc.oneof(
   { arbitrary: fc.integer({ min: -1000, max: 1000 }), weight: 4 },
   { arbitrary: fc.constantFrom(0, MAX_SAFE, -MAX_SAFE, MAX_SAFE - 1, MAX_SAFE + 1, -(MAX_SAFE + 1), MAX_SAFE + 3, 2 ** 60, 1e20, 1e21, -1e21, 1e300), weight: 2 },
   { arbitrary: fc.constantFrom(0.5, -0.5, 1.5, 0.1, 1e-7, 5e-324, 1.7976931348623157e308), weight: 1 },
@@ -111,7 +111,7 @@ function depthText(depth: number, style: number): string {
   }
 }
 
-export const jsonText: fc.Arbitrary<{ text: string; label: string }> = fc.oneof(
+const jsonText: fc.Arbitrary<{ text: string; label: string }> = fc.oneof(
   { arbitrary: domainValue.chain((value) => plan.map((p) => ({ text: misSerialize(value, p), label: `a text with deviation ${p.deviation}` }))), weight: 8 },
   { arbitrary: nearDomainValue.chain((value) => plan.map((p) => ({ text: misSerialize(value, p), label: `a text of a value near the domain, deviation ${p.deviation}` }))), weight: 3 },
   { arbitrary: fc.constantFrom(...NUMBER_TEXTS).map((text) => ({ text, label: 'a number or literal spelling' })), weight: 2 },

@@ -35,7 +35,7 @@ export const DEVIATIONS = [
   // any node
   'space_before',
 ] as const;
-export type Deviation = (typeof DEVIATIONS)[number];
+type Deviation = (typeof DEVIATIONS)[number];
 
 export interface Plan {
   readonly deviation: Deviation;
@@ -69,8 +69,8 @@ function byCodeUnit(a: string, b: string): number {
 
 /** Code point order: what a naive port (Python `sorted(keys)`) would use. */
 function byCodePoint(a: string, b: string): number {
-  const x = [...a].map((c) => c.codePointAt(0) as number);
-  const y = [...b].map((c) => c.codePointAt(0) as number);
+  const x = Array.from(a, (c) => c.codePointAt(0) as number);
+  const y = Array.from(b, (c) => c.codePointAt(0) as number);
   for (let i = 0; i < Math.min(x.length, y.length); i += 1) {
     if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number);
   }

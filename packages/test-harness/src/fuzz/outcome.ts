@@ -32,6 +32,7 @@ export function protocolOutcome(c: FuzzCase): Outcome {
 
 /** JSON with everything outside printable ASCII escaped, as Python's `json.dumps(ensure_ascii=True)`: what a report shows (a private-use or zero-width character stays visible). */
 export function asciiJson(value: unknown): string {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- typed string, but undefined for undefined, a function or a symbol
   return (JSON.stringify(value) ?? String(value)).replace(/[\u007f-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
@@ -44,7 +45,7 @@ function asciiString(text: string): string {
  * rendering as fuzz_oracle.py's `_strict_json`. A number is written as
  * JavaScript writes it (a Python float is `1.0`, so it never matches).
  */
-export function strictJson(value: unknown): string {
+function strictJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(strictJson).join(',')}]`;
   if (typeof value === 'string') return asciiString(value);
   if (typeof value === 'object' && value !== null) {
@@ -54,6 +55,7 @@ export function strictJson(value: unknown): string {
       .map((key) => `${asciiString(key)}:${strictJson(object[key])}`)
       .join(',')}}`;
   }
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- typed string, but undefined for undefined, a function or a symbol
   return JSON.stringify(value) ?? String(value);
 }
 

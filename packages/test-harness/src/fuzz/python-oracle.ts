@@ -20,11 +20,11 @@ export interface PythonOracleOptions {
 }
 
 /** The oracle script shipped in this package's python/ directory. */
-export function fuzzOracleScript(): string {
+function fuzzOracleScript(): string {
   return join(harnessRoot(), 'python', 'fuzz_oracle.py');
 }
 
-export function defaultPython(): string {
+function defaultPython(): string {
   return join(process.env.ODUFLOW_VENV ?? join(repoRoot(), '.venv'), 'bin', 'python');
 }
 

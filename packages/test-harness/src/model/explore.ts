@@ -24,7 +24,7 @@ export interface ExploreOptions {
   readonly visit?: (state: ModelState) => void;
 }
 
-export interface TimelineStep {
+interface TimelineStep {
   readonly actor: string;
   readonly action: string;
   readonly state: ModelState;
@@ -48,7 +48,7 @@ export interface ExploreReport {
 }
 
 /** Every step any actor can take from `state`. */
-export function successors(state: ModelState, config: ModelConfig): Step[] {
+function successors(state: ModelState, config: ModelConfig): Step[] {
   return [...masterSteps(state, config), ...minionSteps(state, config), ...channelSteps(state)];
 }
 

@@ -28,7 +28,7 @@ import type { Step } from './step.js';
  */
 
 /** commitEvent with `stale: 'keep'` (commit.ts): an event that no longer applies leaves the stored record. */
-export function appliedOrKept(record: RequestRecord, event: RequestEvent): RequestRecord {
+function appliedOrKept(record: RequestRecord, event: RequestEvent): RequestRecord {
   try {
     return applyEvent(record, event);
   } catch (error) {

@@ -23,8 +23,8 @@ export function wireAnswer(r: number, status: string, counts = { passed: 0, tota
   return {
     protocol: PROTOCOL_VERSION,
     minion_id: MINION_ID,
-    request_id: REQUEST_IDS[r] as string,
-    jid: JIDS[r] as string,
+    request_id: REQUEST_IDS[r],
+    jid: JIDS[r],
     profile: 'configure',
     state_digest: '',
     status,
@@ -42,7 +42,7 @@ export function receiptFor(r: number, result: TerminalStatus): MinionRecord {
 const REQUEST_LOCKED: ReadonlySet<Job['phase']> = new Set(['M1', 'M2', 'M3', 'M4', 'M5', 'M6', 'R1', 'R1_index', 'R2']);
 
 /** A live job of request `r` holds its request lock. */
-export function requestLockHeld(state: ModelState, r: number): boolean {
+function requestLockHeld(state: ModelState, r: number): boolean {
   return state.jobs.some((job) => job.r === r && REQUEST_LOCKED.has(job.phase));
 }
 
@@ -50,7 +50,8 @@ function executionLockHeld(state: ModelState): boolean {
   return state.jobs.some((job) => job.exec);
 }
 
-function isFinal(record: MinionRecord | null): record is MinionRecord {
+/** A receipt or a refusal. Guarded by the final statuses: where it is false, the record may still be a running claim (not only null). */
+function isFinal(record: MinionRecord | null): record is MinionRecord & { readonly status: 'succeeded' | 'failed' | 'unknown' | 'refused' } {
   return record !== null && ['succeeded', 'failed', 'unknown', 'refused'].includes(record.status);
 }
 

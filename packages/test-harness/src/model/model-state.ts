@@ -62,7 +62,7 @@ export interface ModelConfig {
 /** A record the module writes under `requests/`: a running claim, a receipt, or a refusal (DESIGN §4). */
 export type MinionRecord = Readonly<Record<string, unknown>> & { readonly status: string };
 
-export interface Evidence {
+interface Evidence {
   /** `jids/<jid>.json` committed. */
   readonly index: boolean;
   /** `requests/<request_id>.json`, as committed last. */
@@ -75,7 +75,7 @@ export interface Evidence {
  * lock, waits for the request lock), M1-M6 (the claim-run-commit path, both
  * locks held), R1, R1_index, R2 (the refusal path, request lock held).
  */
-export type JobPhase = 'arrived' | 'exec_locked' | 'M1' | 'M2' | 'M3' | 'M4' | 'M5' | 'M6' | 'R1' | 'R1_index' | 'R2';
+type JobPhase = 'arrived' | 'exec_locked' | 'M1' | 'M2' | 'M3' | 'M4' | 'M5' | 'M6' | 'R1' | 'R1_index' | 'R2';
 
 export interface Job {
   readonly r: number;
@@ -107,7 +107,7 @@ export type Message =
   /** A `run` return on the event bus, for the master's event recorder. */
   | { readonly kind: 'run_return'; readonly r: number; readonly retcode: number; readonly ret: MinionRecord };
 
-export interface Budget {
+interface Budget {
   readonly duplications: number;
   readonly masterCrashes: number;
   readonly minionCrashes: number;
@@ -158,7 +158,7 @@ export function initialState(config: ModelConfig): ModelState {
 }
 
 /** A record without the fields every record of a request shares: what differs between states. */
-export function recordKey(record: ProtocolRequestRecord | null): unknown {
+function recordKey(record: ProtocolRequestRecord | null): unknown {
   if (record === null) return null;
   return [record.state, record.publish_attempts, record.last_observation, record.passed, record.total, record.reason, record.reconciliation];
 }

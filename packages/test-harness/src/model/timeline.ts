@@ -41,7 +41,7 @@ function channel(state: ModelState): string {
 }
 
 /** The state in one line: records | minion evidence and jobs (ran n times) | channel. */
-export function summarize(state: ModelState): string {
+function summarize(state: ModelState): string {
   return `records ${records(state)} | minion ${evidence(state)}${jobs(state)} ran ${state.executions.join('/')} | channel ${channel(state)}`;
 }
 

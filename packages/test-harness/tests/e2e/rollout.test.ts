@@ -95,7 +95,9 @@ describe('rollouts on a live Salt topology', () => {
   }, 240_000);
 
   afterAll(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed
     if (topo !== undefined) {
       await topo.stop();
       expect(topo.leftoverProcesses()).toEqual([]);
