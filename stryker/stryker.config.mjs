@@ -11,7 +11,6 @@ const mutate =
     ? only.map((name) => `packages/${pkg}/src/${name}`)
     : [`packages/${pkg}/src/**/*.ts`, `!packages/${pkg}/src/**/*.test.ts`, `!packages/${pkg}/src/**/*.test-d.ts`, `!packages/${pkg}/src/index.ts`];
 
-/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   packageManager: 'npm',
   testRunner: 'vitest',

@@ -4,12 +4,15 @@
 // the umask handling (documented in packages/test-harness/README.md).
 import { isMainThread } from 'node:worker_threads';
 
+/* eslint-disable @typescript-eslint/no-deprecated -- the no-argument umask() is exactly what this emulates for worker threads */
 if (!isMainThread) {
   const real = process.umask.bind(process);
   let emulated: number | undefined;
-  process.umask = ((mask?: number | string) => {
+  const emulate = (mask?: number | string): number => {
     const previous = emulated ?? real();
     if (mask !== undefined) emulated = typeof mask === 'string' ? Number.parseInt(mask, 8) : mask;
     return previous;
-  }) as typeof process.umask;
+  };
+  process.umask = emulate;
 }
+/* eslint-enable @typescript-eslint/no-deprecated */

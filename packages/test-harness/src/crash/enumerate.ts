@@ -33,7 +33,7 @@ export interface Sequence<C, O> {
   label(outcome: O, context: C): string;
 }
 
-export interface Violation {
+interface Violation {
   readonly state: string;
   readonly problems: readonly string[];
 }
@@ -89,12 +89,6 @@ function inodeNames(recording: Recording): Map<number, string> {
     if (op.kind === 'creat' || op.kind === 'mkdir') if (!names.has(op.inode)) names.set(op.inode, `${names.get(op.dir) ?? '?'}/${op.name}`);
   }
   return names;
-}
-
-/** The operation sequence, one line each (for reports and debugging). */
-export function describeRecording(recording: Recording): string[] {
-  const names = inodeNames(recording);
-  return recording.operations.map((op, i) => describeOp(op, i, names));
 }
 
 function describeState(state: CrashState, names: Map<number, string>, ops: readonly Operation[]): string {

@@ -19,7 +19,7 @@ export interface Inode {
   readonly entries: Map<string, number>;
 }
 
-export const ROOT_INODE = 0;
+const ROOT_INODE = 0;
 
 export class FsImage {
   readonly inodes = new Map<number, Inode>();

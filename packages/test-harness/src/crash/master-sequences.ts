@@ -9,6 +9,7 @@ import type { Position, Recorded, Sequence } from './enumerate.js';
 import { FsImage } from './fs-image.js';
 import { MILESTONE_DIR, toOperations } from './operations.js';
 import { traceSelf } from './strace.js';
+import { currentUmask } from './umask.js';
 
 /*
  * The master file store's writes (master-runner's file-record-store.ts and
@@ -21,8 +22,8 @@ import { traceSelf } from './strace.js';
  * milestones.
  */
 
-export const MINION_A = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
-export const MINION_B = 'client-5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f';
+const MINION_A = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
+const MINION_B = 'client-5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f';
 const REQUEST = '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f';
 const EARLIER = '1d2e3f40-5a6b-4c7d-8e9f-a0b1c2d3e4f5';
 const SETTLED = '2e3f4051-6b7c-4d8e-9fa0-b1c2d3e4f5a6';
@@ -31,7 +32,7 @@ const AT = '2026-11-29T10:00:00.000Z';
 
 const binding = (r: ProtocolRequestRecord) => ({ protocol: 1 as const, minion_id: r.minion_id, request_id: r.request_id, jid: r.jid, profile: r.profile, state_digest: r.state_digest });
 function answer(r: ProtocolRequestRecord, status: 'running' | 'succeeded' | 'not_started', passed = 0, total = 0): StatusAnswer {
-  return { ...binding(r), status, passed, total } as StatusAnswer;
+  return { ...binding(r), status, passed, total };
 }
 
 function prepared(requestId = REQUEST, minionId = MINION_A, jid = JID): ProtocolRequestRecord {
@@ -46,11 +47,14 @@ const succeeded = (r: ProtocolRequestRecord): RequestRecord => applyEvent(runnin
 class StandInSalt implements SaltClient {
   publications = 0;
   constructor(private readonly status: (args: readonly string[]) => StatusAnswer) {}
-  async publish(): Promise<PublishOutcome> {
+  publish(): Promise<PublishOutcome> {
     this.publications += 1;
-    return { kind: 'acked' };
+    return Promise.resolve({ kind: 'acked' });
   }
-  async call(_minionId: string, fun: string, args: readonly string[]): Promise<CallOutcome> {
+  call(_minionId: string, fun: string, args: readonly string[]): Promise<CallOutcome> {
+    return Promise.resolve(this.answer(fun, args));
+  }
+  private answer(fun: string, args: readonly string[]): CallOutcome {
     if (fun === 'oduflow_job.capabilities') {
       const ret = { protocol: 1, module_version: '1.1.0', salt_version: '3006.27', module_sha256: 'a'.repeat(64), ready: true, reasons: [] };
       return { kind: 'returned', retcode: 0, ret };
@@ -121,7 +125,7 @@ async function recoverOne(root: string, spec: MasterSequenceSpec): Promise<Maste
   let open = 'ok';
   let migrated = false;
   try {
-    await withStore(root, async () => undefined);
+    await withStore(root, () => Promise.resolve());
   } catch (error) {
     open = codeOf(error);
     if (spec.migration !== true || open !== 'error:store_format/needs_migration') return { open, all: [], unresolved: [], blockers: [], publications: 0, blockersAfter: [] };
@@ -174,7 +178,7 @@ function versionOf(spec: MasterSequenceSpec, record: RequestRecord | undefined):
   return `other:${record.state}`;
 }
 
-export function judgeMaster(spec: MasterSequenceSpec, outcome: MasterOutcome, position: Position): string[] {
+function judgeMaster(spec: MasterSequenceSpec, outcome: MasterOutcome, position: Position): string[] {
   const problems: string[] = [];
   const finished = position.after === 'done';
   if (outcome.open !== 'ok') {
@@ -229,7 +233,7 @@ async function createIn(root: string, records: readonly RequestRecord[]): Promis
 }
 
 /** A store as a release before the format marker left it: records and JIDs only (version 0). */
-async function asVersionZero(root: string): Promise<void> {
+function asVersionZero(root: string): void {
   for (const name of ['format.json', 'targets', 'unbound', 'unresolved']) rmSync(join(root, name), { recursive: true, force: true });
 }
 
@@ -240,9 +244,9 @@ const settledOfA = prepared(SETTLED, MINION_A, '20261129080000000001');
 export const MASTER_SEQUENCES: readonly MasterSequenceSpec[] = [
   {
     name: 'master store: open a new store',
-    setup: async () => undefined,
+    setup: () => Promise.resolve(),
     work: async (root, mark) => {
-      await withStore(root, async () => undefined);
+      await withStore(root, () => Promise.resolve());
       mark('done');
     },
     table: {},
@@ -314,7 +318,7 @@ export const MASTER_SEQUENCES: readonly MasterSequenceSpec[] = [
     name: 'migrate-store: index a store of an older release',
     setup: async (root) => {
       await createIn(root, [running(base), succeeded(earlierOfB)]);
-      await asVersionZero(root);
+      asVersionZero(root);
     },
     work: async (root, mark) => {
       await migrateFileRecordStore({ root, crashAt: mark });
@@ -357,7 +361,7 @@ export function masterSequence(spec: MasterSequenceSpec): Sequence<MasterContext
       const initial = FsImage.snapshot(baseDir, new Set([MILESTONE_DIR]));
       const mark = (name: string): void => void statSync(join(baseDir, MILESTONE_DIR, name), { throwIfNoEntry: false });
       const { calls } = await traceSelf(() => spec.work(root, mark));
-      const umask = process.umask();
+      const umask = currentUmask();
       const recording = toOperations(calls, { base: baseDir, initial, umask, uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0 });
       return { recording, context: { spec } };
     },

@@ -24,7 +24,7 @@ import { traceCommand } from './strace.js';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '..', '..', '..', '..');
 /** The module under test: the repository's, or ODUFLOW_CRASH_MODULE (a copy to enumerate while another tool rewrites the file). */
-export const MODULE_PATH = process.env['ODUFLOW_CRASH_MODULE'] ?? join(REPO, 'packages', 'minion-wrapper', 'salt', '_modules', 'oduflow_job.py');
+const MODULE_PATH = process.env['ODUFLOW_CRASH_MODULE'] ?? join(REPO, 'packages', 'minion-wrapper', 'salt', '_modules', 'oduflow_job.py');
 const HELPER = join(REPO, 'packages', 'test-harness', 'python', 'crash_states_helper.py');
 
 function python(): string {
@@ -116,7 +116,7 @@ function runHelper(mode: 'setup' | 'recover', config: object, input?: string): P
 }
 
 /** The label of a status answer: its status, an error code, or whether a verdict is the exact one. */
-export function labelOf(answer: Answer | undefined, expected: Answer): string {
+function labelOf(answer: Answer | undefined, expected: Answer): string {
   if (answer === undefined) return 'none';
   if (typeof answer['error'] === 'string') return `error:${answer['error']}`;
   const status = answer['status'];
@@ -130,7 +130,7 @@ function allowedAt(spec: MinionSequenceSpec, position: Position): Set<string> {
   return new Set([...(spec.table[position.after] ?? []), ...(spec.table[position.before] ?? []), ...(spec.between?.[`${position.after}>${position.before}`] ?? [])]);
 }
 
-export function judgeMinion(spec: MinionSequenceSpec, outcome: MinionOutcome, position: Position, expected: Answer): string[] {
+function judgeMinion(spec: MinionSequenceSpec, outcome: MinionOutcome, position: Position, expected: Answer): string[] {
   if (outcome.exception !== undefined) return [`recovery raised: ${outcome.exception.split('\n').slice(-2).join(' ')}`];
   const problems: string[] = [];
   const label = labelOf(outcome.status, expected);

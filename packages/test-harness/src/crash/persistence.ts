@@ -105,13 +105,13 @@ export function* crashStates(recording: Recording, options: CrashStateOptions): 
   const marks = ops.map((op, i) => (op.kind === 'milestone' || op.kind === 'effect' ? { i, name: op.kind === 'effect' ? 'effect' : op.name } : undefined)).filter((m) => m !== undefined);
   for (let prefix = 0; prefix <= ops.length; prefix++) {
     const unpersisted: number[] = [];
-    for (let i = 0; i < prefix; i++) if (isStateOp(ops[i] as Operation) && durable[i]! >= prefix) unpersisted.push(i);
+    for (let i = 0; i < prefix; i++) if (isStateOp(ops[i] as Operation) && (durable[i] ?? Infinity) >= prefix) unpersisted.push(i);
     const after = [...marks].reverse().find((m) => m.i < prefix)?.name ?? 'start';
     const before = marks.find((m) => m.i >= prefix)?.name ?? 'end';
     const executions = ops.slice(0, prefix).filter((op) => op.kind === 'effect').length;
     for (const kept of subsets(unpersisted, options.mode, maxFull)) {
       const keptSet = new Set(kept);
-      const writes = kept.filter((i) => ops[i]?.kind === 'write' && (ops[i] as Extract<Operation, { kind: 'write' }>).data.length > 1);
+      const writes = kept.filter((i) => { const op = ops[i]; return op?.kind === 'write' && op.data.length > 1; });
       const tearable = options.mode === 'full' ? writes : writes.slice(-1);
       for (const torn of [undefined, ...tearable]) {
         const image = recording.initial.clone();
@@ -122,7 +122,7 @@ export function* crashStates(recording: Recording, options: CrashStateOptions): 
         for (let i = 0; i < prefix; i++) {
           const op = ops[i] as Operation;
           if (!isStateOp(op)) continue;
-          if (durable[i]! < prefix || keptSet.has(i)) {
+          if ((durable[i] ?? Infinity) < prefix || keptSet.has(i)) {
             const half = i === torn && op.kind === 'write' ? Math.floor(op.data.length / 2) : undefined;
             applyOperation(image, op, half);
           }

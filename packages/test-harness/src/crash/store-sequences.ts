@@ -6,6 +6,7 @@ import type { Position, Recorded, Sequence } from './enumerate.js';
 import { FsImage } from './fs-image.js';
 import { MILESTONE_DIR, toOperations } from './operations.js';
 import { traceSelf } from './strace.js';
+import { currentUmask } from './umask.js';
 
 /*
  * receipt-store's own promise, the primitive every store write is made of:
@@ -120,7 +121,7 @@ export const STORE_SEQUENCES: readonly StoreSequenceSpec[] = [
   },
 ];
 
-export function judgeStore(spec: StoreSequenceSpec, outcome: StoreOutcome, position: Position): string[] {
+function judgeStore(spec: StoreSequenceSpec, outcome: StoreOutcome, position: Position): string[] {
   const old = spec.before === undefined ? 'absent' : 'old';
   const allowed = position.after === 'done' ? [spec.after] : [old, spec.after];
   return allowed.includes(outcome) ? [] : [`a reader found ${outcome}; allowed here: ${allowed.join(', ')}`];
@@ -137,15 +138,16 @@ export function storeSequence(spec: StoreSequenceSpec): Sequence<undefined, Stor
       if (spec.before !== undefined) setup.writeJsonAtomic(FILE, spec.before);
       setup.close();
       const initial = FsImage.snapshot(base, new Set([MILESTONE_DIR]));
-      const { calls } = await traceSelf(async () => {
+      const { calls } = await traceSelf(() => {
         spec.work(root);
         statSync(join(base, MILESTONE_DIR, 'done'), { throwIfNoEntry: false });
+        return Promise.resolve();
       });
       if (read(root, spec) !== spec.after) throw new Error(`the uninterrupted write left ${read(root, spec)}`);
-      const recording = toOperations(calls, { base, initial, umask: process.umask(), uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0 });
+      const recording = toOperations(calls, { base, initial, umask: currentUmask(), uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0 });
       return { recording, context: undefined };
     },
-    recover: async (dirs) => dirs.map((dir) => read(join(dir, 'store'), spec)),
+    recover: (dirs) => Promise.resolve(dirs.map((dir) => read(join(dir, 'store'), spec))),
     judge: (outcome, position) => judgeStore(spec, outcome, position),
     label: (outcome) => outcome,
   };

@@ -26,7 +26,7 @@ const UNFINISHED = ' <unfinished ...>';
 const RESUMED = /^<\.\.\. ([a-z0-9_]+) resumed>(.*)$/;
 
 /** Decodes the escapes strace uses (-xx prints every byte as \xHH; the others for safety). */
-export function unescapeBytes(body: string): Buffer {
+function unescapeBytes(body: string): Buffer {
   const bytes: number[] = [];
   for (let i = 0; i < body.length; i++) {
     const c = body[i] as string;
@@ -40,7 +40,7 @@ export function unescapeBytes(body: string): Buffer {
       i += 2;
     } else if (next >= '0' && next <= '7') {
       let digits = next;
-      while (digits.length < 3 && /[0-7]/.test(body[i + 1] ?? '')) digits += body[++i];
+      while (digits.length < 3 && /[0-7]/.test(body[i + 1] ?? '')) digits += body[++i] ?? '';
       bytes.push(Number.parseInt(digits, 8));
     } else {
       const simple: Record<string, number> = { n: 10, t: 9, r: 13, v: 11, f: 12, '"': 34, '\\': 92 };

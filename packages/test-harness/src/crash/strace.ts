@@ -14,7 +14,7 @@ import { parseStrace, type Syscall } from './strace-parse.js';
  * code under test is the one vitest, and Stryker, loaded).
  */
 
-export const STRACE = '/usr/bin/strace';
+const STRACE = '/usr/bin/strace';
 
 /** Every call that can change a tree, plus stat()s (milestones) and process creation (refused). */
 const TRACED = [
@@ -30,7 +30,7 @@ const TRACED = [
 const COMMON = ['-f', '-y', '-xx', '-s', '1048576', '-e', `trace=${TRACED}`];
 const ATTACH_DEADLINE_MS = 15_000;
 
-export function assertStrace(): void {
+function assertStrace(): void {
   if (!existsSync(STRACE)) throw new Error(`${STRACE} is required by the crash-state enumeration (apt-get install strace)`);
 }
 

@@ -11,7 +11,7 @@ import { enumerateSequence, type Sequence, type SequenceReport } from '../../src
  * .test-results/crash-states/<sequence>.json and one line to stdout.
  */
 
-export const FULL = process.env['ODUFLOW_CRASH_STATES'] === 'full';
+const FULL = process.env['ODUFLOW_CRASH_STATES'] === 'full';
 const SMOKE_TREES = 24;
 const RESULTS = resolve(import.meta.dirname, '..', '..', '..', '..', '.test-results', 'crash-states');
 
