@@ -2,6 +2,7 @@ import { MasterRunnerError, preflight, type RecordStore } from '@oduflow/master-
 import type { LegacyRequestRecord } from '@oduflow/protocol';
 import { saltConfig, storeConfig } from '../config.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
+import { rolloutWorkspace } from '../rollout/command.js';
 import { openStore, saltClient, type Wiring } from '../wiring.js';
 import { holdServeLock, type ServeLock } from './serve-lock.js';
 import { serveConfig, type ServeConfig, type ServeFlags } from './serve-config.js';
@@ -38,6 +39,8 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
   const config: ServeConfig = serveConfig(flags, w.env);
   const salt = saltConfig(flags, w.env);
   const store = storeConfig(flags, w.env);
+  // The dashboard's rollout pages read the workspace the rollout command writes.
+  const workspace = rolloutWorkspace(flags, w.env);
   let tokens: TokenRegistry = loadTokensFile(config.tokensFile);
   const client = saltClient(salt);
   const log = w.logger;
@@ -111,6 +114,7 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
         eventStream: config.eventStream,
         keyRetentionMs: config.keyRetentionMs,
         unboundLegacy: report.legacy.filter((r) => r.minion_id === null).map((r) => r.request_id),
+        dashboard: { rolloutWorkspace: workspace },
         ...(w.seams.crashAt === undefined ? {} : { crashAt: w.seams.crashAt }),
       });
     } catch (error) {

@@ -3,6 +3,9 @@ import type { CrashPoint } from '@oduflow/master-runner/internal';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { ServiceContext } from './context.js';
+import { defaultAssetsDir } from './dashboard/assets.js';
+import { announcingStore, createChangeFeed } from './dashboard/change-feed.js';
+import type { DashboardOptions } from './dashboard/dashboard-context.js';
 import { startLoops, type Loops } from './loops.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics.js';
 import type { TokenRegistry } from './tokens.js';
@@ -41,6 +44,8 @@ export interface ServiceOptions {
   readonly crashAt?: (point: CrashPoint) => void;
   /** How long a readiness answer about salt-api is reused (ms; default 5000). */
   readonly saltReadinessCacheMs?: number;
+  /** The operator dashboard's settings (its assets, the rollout workspace it reads). */
+  readonly dashboard?: DashboardOptions;
 }
 
 export interface RunningService {
@@ -86,8 +91,10 @@ export function saltReadiness(check: () => Promise<string>, cacheMs: number, ans
 }
 
 export async function startService(options: ServiceOptions): Promise<RunningService> {
+  // Every commit of this process goes through the announcing store: the dashboard's live events hear it there.
+  const feed = createChangeFeed((error) => options.logger.error({ code: error instanceof Error ? error.name : 'error' }, 'a change listener failed'));
   const deps: MasterDeps & { logger: Logger } = {
-    store: options.store,
+    store: announcingStore(options.store, feed),
     salt: options.salt,
     logger: options.logger,
     callTimeoutMs: options.callTimeoutMs,
@@ -117,6 +124,11 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ),
     unboundLegacy: options.unboundLegacy,
     draining: () => draining,
+    dashboard: {
+      feed,
+      assetsDir: options.dashboard?.assetsDir === null ? undefined : (options.dashboard?.assetsDir ?? defaultAssetsDir()),
+      rolloutWorkspace: options.dashboard?.rolloutWorkspace,
+    },
   };
 
   let app: FastifyInstance | undefined;
