@@ -6,7 +6,7 @@ import { follow, type LiveStatus } from './live.js';
 import type { RequestState } from './types.js';
 
 /** What each state means for the operator: waiting for a human, settling by itself, or settled. */
-export const STATE_KIND: Readonly<Record<RequestState, 'attention' | 'active' | 'settled' | 'bad'>> = {
+const STATE_KIND: Readonly<Record<RequestState, 'attention' | 'active' | 'settled' | 'bad'>> = {
   quarantined: 'attention',
   unknown: 'attention',
   legacy: 'attention',

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
  * bookmark or paste (the service answers the HTML shell for each).
  */
 
-export const BASE = '/ui';
+const BASE = '/ui';
 
 const listeners = new Set<() => void>();
 

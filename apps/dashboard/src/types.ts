@@ -63,7 +63,7 @@ export interface Overview {
   readonly generated_at: string;
 }
 
-export interface Observation {
+interface Observation {
   readonly at: string;
   readonly status?: string;
   readonly reason?: string;
@@ -71,7 +71,7 @@ export interface Observation {
   readonly failure?: string;
 }
 
-export interface RecordView {
+interface RecordView {
   readonly protocol: 1 | null;
   readonly request_id: string;
   readonly minion_id: string | null;
@@ -143,7 +143,7 @@ export interface RolloutTargetRow {
   readonly total: number | null;
 }
 
-export interface RolloutStage {
+interface RolloutStage {
   readonly stage_id: string;
   readonly status: string;
   readonly started_at: string | null;

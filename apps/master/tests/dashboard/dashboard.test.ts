@@ -62,11 +62,22 @@ async function expectAccessible(page: Page): Promise<void> {
 
 /** Marks the document: a reload or a navigation would drop the mark. */
 async function mark(page: Page): Promise<void> {
-  await page.evaluate(() => document.documentElement.setAttribute('data-test-mark', 'kept'));
+  await page.evaluate("document.documentElement.setAttribute('data-test-mark', 'kept')");
 }
 
 async function stillMarked(page: Page): Promise<boolean> {
-  return page.evaluate(() => document.documentElement.getAttribute('data-test-mark') === 'kept');
+  return page.evaluate<boolean>("document.documentElement.getAttribute('data-test-mark') === 'kept'");
+}
+
+/** In-page code is given as text: this package is type-checked for Node, without the DOM's types. */
+async function storedToken(page: Page): Promise<string | null> {
+  return page.evaluate<string | null>("sessionStorage.getItem('oduflow.token')");
+}
+
+async function attributes(locator: ReturnType<Page['locator']>, name: string): Promise<(string | null)[]> {
+  const out: (string | null)[] = [];
+  for (let i = 0; i < (await locator.count()); i += 1) out.push(await locator.nth(i).getAttribute(name));
+  return out;
 }
 
 function countOf(page: Page, state: string) {
@@ -84,7 +95,7 @@ describe('the operator dashboard', () => {
     for (const [state, n] of Object.entries(SEEDED_COUNTS)) await expect.poll(() => countOf(page, state).textContent()).toBe(String(n));
     for (const state of ['published', 'running', 'reconciled', 'legacy']) expect(await countOf(page, state).textContent()).toBe('0');
     const rows = page.locator('[data-testid="blocked"] tbody tr');
-    expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-minion')))).toEqual([FLEET.quarantined, FLEET.unknown, FLEET.uncertain, FLEET.prepared]);
+    expect(await attributes(rows, 'data-minion')).toEqual([FLEET.quarantined, FLEET.unknown, FLEET.uncertain, FLEET.prepared]);
     expect(await page.content()).not.toContain(GLOBEX_A);
     expect(await page.content()).not.toContain(TOKENS.acmeRead);
     await screenshot(page, 'overview');
@@ -98,7 +109,7 @@ describe('the operator dashboard', () => {
     await page.waitForURL(`**/ui/requests/${idOf(seeded.unknown)}`);
     await page.getByRole('heading', { name: `Request ${idOf(seeded.unknown)}` }).waitFor();
     const steps = page.locator('[data-testid="timeline"] > li');
-    expect(await steps.evaluateAll((lis) => lis.map((li) => li.getAttribute('data-step')))).toEqual(['prepared', 'intent', 'publication', 'answer', 'outcome']);
+    expect(await attributes(steps, 'data-step')).toEqual(['prepared', 'intent', 'publication', 'answer', 'outcome']);
     await expect.poll(() => steps.nth(3).textContent()).toContain('latest answer: unknown');
     expect(await steps.nth(4).textContent()).toContain('never executed again');
     const r = seeded.unknown;
@@ -161,10 +172,10 @@ describe('the operator dashboard', () => {
     await page.getByLabel('Bearer token').fill(TOKENS.acmeRead);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem('oduflow.token'))).toBe(TOKENS.acmeRead);
+    expect(await storedToken(page)).toBe(TOKENS.acmeRead);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Bearer token').waitFor();
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate<number>('sessionStorage.length')).toBe(0);
   });
 
   it('reconciles only with the reconcile scope and a reason, and every open page sees the target unblocked at once', async () => {
@@ -173,14 +184,10 @@ describe('the operator dashboard', () => {
     await viewer.page.getByTestId('reconcile-needs-scope').waitFor();
     expect(await viewer.page.getByRole('button', { name: 'Reconcile this request' }).count()).toBe(0);
     // Not even the API lets this token do it.
-    const status = await viewer.page.evaluate(async (requestId) => {
-      const response = await fetch(`/v1/requests/${requestId}/reconcile`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${sessionStorage.getItem('oduflow.token') ?? ''}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ reason: 'trying without the scope' }),
-      });
-      return response.status;
-    }, id);
+    const token = await storedToken(viewer.page);
+    const status = await viewer.page.evaluate<number>(
+      `fetch(${JSON.stringify(`/v1/requests/${id}/reconcile`)}, { method: 'POST', headers: { authorization: ${JSON.stringify(`Bearer ${token ?? ''}`)}, 'content-type': 'application/json' }, body: JSON.stringify({ reason: 'trying without the scope' }) }).then((r) => r.status)`,
+    );
     expect(status).toBe(403);
 
     const overview = await signedIn(TOKENS.acmeRead);

@@ -10,7 +10,7 @@ import { REQUEST_STATES, isBlocking, type RequestRecord, type RequestState } fro
  */
 
 /** Most urgent first: what needs an operator, then what may still settle by itself. */
-export const ATTENTION_ORDER: readonly RequestState[] = ['quarantined', 'unknown', 'legacy', 'publishing', 'published', 'running', 'prepared'];
+const ATTENTION_ORDER: readonly RequestState[] = ['quarantined', 'unknown', 'legacy', 'publishing', 'published', 'running', 'prepared'];
 
 export interface BlockerView {
   readonly request_id: string;
@@ -21,7 +21,7 @@ export interface BlockerView {
   readonly updated_at: string | null;
 }
 
-export interface BlockedTarget {
+interface BlockedTarget {
   readonly minion_id: string;
   readonly blockers: readonly BlockerView[];
 }

@@ -29,7 +29,7 @@ export interface TargetPage {
   readonly more: boolean;
 }
 
-export const MAX_TARGET_REQUESTS = 200;
+const MAX_TARGET_REQUESTS = 200;
 
 export function targetPage(minionId: string, records: readonly RequestRecord[], blockedEverywhere: boolean): TargetPage {
   const views = records.map(blockerView).sort((a, b) => (b.updated_at ?? '').localeCompare(a.updated_at ?? '') || a.request_id.localeCompare(b.request_id));

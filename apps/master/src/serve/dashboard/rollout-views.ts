@@ -10,7 +10,7 @@ import { MasterRunnerError, listRollouts, readRollout, type RolloutReport } from
  * to nobody.
  */
 
-export interface RolloutSummary {
+interface RolloutSummary {
   readonly run_id: string;
   readonly rollout_id: string;
   readonly status: RolloutReport['status'];
@@ -27,13 +27,13 @@ export interface RolloutSummary {
 }
 
 /** At most this many rollouts are listed (the newest). */
-export const MAX_LISTED_ROLLOUTS = 50;
+const MAX_LISTED_ROLLOUTS = 50;
 
 export function visibleTo(report: RolloutReport, tenant: string, ownerOf: (minionId: string) => string | undefined): boolean {
   return report.targets.length > 0 && report.targets.every((row) => ownerOf(row.minion_id) === tenant);
 }
 
-export function summaryOf(report: RolloutReport): RolloutSummary {
+function summaryOf(report: RolloutReport): RolloutSummary {
   return {
     run_id: report.run_id,
     rollout_id: report.rollout_id,

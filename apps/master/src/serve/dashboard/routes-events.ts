@@ -29,7 +29,7 @@ import type { RequestPage } from './timeline.js';
  * A token removed from the tokens file (SIGHUP) ends its streams.
  */
 
-export const MAX_EVENT_STREAMS = 256;
+const MAX_EVENT_STREAMS = 256;
 
 export function registerEventRoutes(app: FastifyInstance, ctx: ServiceContext, rollouts: RolloutWatch | undefined): void {
   const streams = new Set<EventStream>();

@@ -21,7 +21,7 @@ import { listVisibleRollouts, readRolloutIfAny, visibleTo } from './rollout-view
 
 const hidden = { hide: true } as const;
 
-export function ownedBy(ctx: ServiceContext, principal: Principal, record: RequestRecord | undefined): record is RequestRecord {
+function ownedBy(ctx: ServiceContext, principal: Principal, record: RequestRecord | undefined): record is RequestRecord {
   return record !== undefined && record.minion_id !== null && ctx.tokens().ownerOf(record.minion_id) === principal.tenant;
 }
 

@@ -13,10 +13,10 @@ import type { RecordView } from '../schemas.js';
  */
 
 export const TIMELINE_STEPS = ['prepared', 'intent', 'publication', 'answer', 'outcome'] as const;
-export type TimelineStep = (typeof TIMELINE_STEPS)[number];
+type TimelineStep = (typeof TIMELINE_STEPS)[number];
 
 /** done: the record proves it; pending: not (yet) reached; skipped: the request never needed it. */
-export type StepStatus = 'done' | 'pending' | 'skipped' | 'uncertain';
+type StepStatus = 'done' | 'pending' | 'skipped' | 'uncertain';
 
 export interface TimelineEntry {
   readonly step: TimelineStep;
