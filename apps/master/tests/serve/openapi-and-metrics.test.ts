@@ -34,8 +34,11 @@ describe('GET /openapi.json', () => {
       components: { schemas: Record<string, { properties?: Record<string, unknown> }>; securitySchemes: Record<string, unknown> };
     };
     expect(Object.keys(document.paths).sort()).toEqual(
-      ['/healthz', '/metrics', '/readyz', '/v1/requests', '/v1/requests/{id}', '/v1/requests/{id}/reconcile', '/v1/targets/{minion_id}'].sort(),
+      ['/healthz', '/metrics', '/readyz', '/v1/events', '/v1/requests', '/v1/requests/{id}', '/v1/requests/{id}/reconcile', '/v1/targets/{minion_id}'].sort(),
     );
+    const events = document.paths['/v1/events']?.['get'];
+    expect(events?.security).toEqual([{ bearer: [] }]);
+    expect(Object.keys(events?.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
     const create = document.paths['/v1/requests']?.['post'];
     expect(create?.security).toEqual([{ bearer: [] }]);
     expect(create?.requestBody).toBeDefined();
