@@ -116,6 +116,9 @@ export interface TargetPage {
 }
 
 export interface RolloutSummary {
+  /** What its page is addressed by: the rollout id (asked over HTTP) or the run id (run by the CLI). */
+  readonly id: string;
+  readonly source: 'http' | 'cli';
   readonly run_id: string;
   readonly rollout_id: string;
   readonly status: string;
@@ -154,6 +157,8 @@ interface RolloutStage {
 }
 
 export interface RolloutReport {
+  /** Only in the page's first answer: http (run by the service for this tenant) or cli. */
+  readonly source?: 'http' | 'cli';
   readonly rollout_id: string;
   readonly run_id: string;
   readonly resumed_from: string | null;

@@ -64,5 +64,7 @@ export const EXIT_FOR_ERROR: Readonly<Record<MasterRunnerErrorCode | 'usage', Ex
   // Another rollout holds the workspace, no such run, a resume of another job or of a damaged checkpoint: nothing ran.
   rollout_refused: EXIT.refused,
   rollout_io: EXIT.internal,
+  // Stopped before its end by its caller (the CLI never stops one this way): resume it, like a rollout_io.
+  rollout_interrupted: EXIT.internal,
 });
 

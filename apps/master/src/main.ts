@@ -20,6 +20,7 @@ import {
 import type { CommonFlags } from './config.js';
 import { EXIT, EXIT_FOR_ERROR, type ExitCode } from './exit-codes.js';
 import { migrateStoreCommand } from './migrate-store-command.js';
+import type { RolloutServeFlags } from './serve/rollout-config.js';
 import type { ServeFlags } from './serve/serve-config.js';
 import { SCOPES } from './serve/tokens.js';
 import { tokenNewCommand, tokenNewText, type TokenNewFlags } from './serve/token-command.js';
@@ -170,8 +171,12 @@ export async function main(argv: readonly string[], env: Env, io: Io, seams: Sea
     .option('--poll-concurrency <n>', 'status calls in flight at once (env ODUFLOW_POLL_CONCURRENCY; default 64)')
     .option('--poll-walk-interval <ms>', 'how often the poller walks the whole backlog (env ODUFLOW_POLL_WALK_INTERVAL_MS; default 30000)')
     .addOption(new Option('--event-stream <on|off>', 'follow salt-api\'s event stream (env ODUFLOW_EVENT_STREAM; default on)').choices(['on', 'off']))
+    .option('--rollout-workspace <dir>', 'where rollouts asked for over HTTP run (env ODUFLOW_ROLLOUT_WORKSPACE; default like `rollout`: rollouts/ beside the store directory)')
+    .option('--rollout-stage-timeout <ms>', 'how long a rollout batch is polled before what is open is unresolved (env ODUFLOW_ROLLOUT_STAGE_TIMEOUT_MS; default 900000)')
+    .option('--rollout-poll-interval <ms>', 'pause between poll rounds of a rollout batch (env ODUFLOW_ROLLOUT_POLL_INTERVAL_MS; default 2000)')
+    .option('--rollout-concurrency <n>', 'dispatches and polls of one rollout in flight at once (env ODUFLOW_ROLLOUT_CONCURRENCY; default 8)')
     .action(async function (this: Command): Promise<void> {
-      const flags = this.opts<ServeFlags>();
+      const flags = this.opts<ServeFlags & RolloutServeFlags>();
       logger = createMasterLogger({ level: logLevel(flags.logLevel, env) }).child({ command: 'serve' });
       // Loaded only for serve: the other commands never load fastify and prom-client (~0.4 s each start).
       const { serveCommand } = await import('./serve/serve-command.js');

@@ -29,6 +29,8 @@ export const JOB_ENVELOPE_ERROR_CODES = [
   'unsafe_workspace',
   /** Any other file-system failure; `cause` holds the underlying error. */
   'io_error',
+  /** The caller aborted the run (`options.signal`): nothing more was written; the run reads as interrupted and can be resumed. */
+  'aborted',
 ] as const;
 
 export type JobEnvelopeErrorCode = (typeof JOB_ENVELOPE_ERROR_CODES)[number];

@@ -52,6 +52,7 @@ describe('public types of @oduflow/job-envelope', () => {
     expectTypeOf<StageContext['saveState']>().parameter(0).toEqualTypeOf<JsonValue | null>();
     expectTypeOf<StageContext['scratch']>().returns.toEqualTypeOf<PrivateDir>();
     expectTypeOf<StageContext['entry']>().toEqualTypeOf<'first' | 'after_interruption' | 'after_failure'>();
+    expectTypeOf<StageContext['signal']>().toEqualTypeOf<AbortSignal>();
   });
 
   it('checkpoint events and errors are closed sets', () => {

@@ -63,6 +63,22 @@ export interface RunJobOptions {
   readonly workspace: string;
   /** The run id to resume. Omitted: a new job. */
   readonly resume?: string;
+  /**
+   * The id of a new job's first run, which is also its job id (default: a
+   * random UUID). A caller that must find its job again from its own key
+   * (an HTTP service binding an Idempotency-Key) derives it. A canonical
+   * UUID not used by any run of the workspace; `invalid_argument` with
+   * `resume`, or when a run with this id has committed a checkpoint.
+   */
+  readonly runId?: string;
+  /**
+   * Aborting it stops the run as a crash would, without the crash: no
+   * checkpoint is written after the abort (the stage in progress, told
+   * through `ctx.signal`, may still save its own state until it settles; its
+   * outcome is not recorded), the locks are released, and runJob rejects with
+   * `aborted`. The run then reads as `interrupted` and can be resumed.
+   */
+  readonly signal?: AbortSignal;
   /** Builds the report's closed summary from the final stage states (validated; `invalid_summary`). */
   readonly summarize?: (input: SummaryInput) => JobSummary;
   /** Called after each checkpoint is durable. If it throws, the run stops there and can be resumed. */
@@ -74,6 +90,8 @@ export interface RunJobOptions {
 interface CheckedOptions {
   readonly workspace: string;
   readonly resume: string | undefined;
+  readonly runId: string | undefined;
+  readonly signal: AbortSignal;
   readonly summarize: RunJobOptions['summarize'];
   readonly onCheckpoint: RunJobOptions['onCheckpoint'];
   readonly clock: () => Date;
@@ -89,6 +107,12 @@ function checkOptions(options: RunJobOptions): CheckedOptions {
   if (options.resume !== undefined && !isRequestId(options.resume)) {
     throw new JobEnvelopeError('invalid_argument', 'a run id to resume must be a canonical UUID');
   }
+  if (options.runId !== undefined && (!isRequestId(options.runId) || options.resume !== undefined)) {
+    throw new JobEnvelopeError('invalid_argument', 'the run id of a new job must be a canonical UUID, and only without resume');
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new JobEnvelopeError('invalid_argument', 'the signal option must be an AbortSignal');
+  }
   for (const hook of ['summarize', 'onCheckpoint', 'clock'] as const) {
     if (options[hook] !== undefined && typeof options[hook] !== 'function') {
       throw new JobEnvelopeError('invalid_argument', `the ${hook} option must be a function`);
@@ -97,6 +121,9 @@ function checkOptions(options: RunJobOptions): CheckedOptions {
   return {
     workspace: options.workspace,
     resume: options.resume,
+    runId: options.runId,
+    // A signal that never aborts keeps the checks below unconditional.
+    signal: options.signal ?? new AbortController().signal,
     summarize: options.summarize,
     onCheckpoint: options.onCheckpoint,
     clock: options.clock ?? (() => new Date()),
@@ -116,8 +143,17 @@ interface Plan {
   readonly handOver: boolean;
 }
 
-function freshPlan(spec: JobSpec): Plan {
-  const runId = randomUUID();
+/** Thrown at each point where an aborted run stops: nothing after it is written. */
+function stopIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw new JobEnvelopeError('aborted', 'the run was stopped by its caller; it is left interrupted and can be resumed');
+}
+
+/** A new job; under the job lock, so a chosen run id is checked against the runs that exist. */
+function freshPlan(workspace: Workspace, spec: JobSpec, chosen: string | undefined): Plan {
+  if (chosen !== undefined && runHasHeader(workspace, chosen)) {
+    throw new JobEnvelopeError('invalid_argument', `run ${chosen} already exists; a new job needs a run id of its own`);
+  }
+  const runId = chosen ?? randomUUID();
   const stages = spec.stage_ids.map(
     (stage_id): LedgerStage => ({ stage_id, status: 'pending', started_at: null, finished_at: null, attempts: 0, error: null, state: null }),
   );
@@ -278,6 +314,7 @@ class Runner {
       entry: entryOf(previous),
       attempt: running.attempts,
       runDir: dir.path,
+      signal: this.#options.signal,
       get state() {
         return state === null ? null : structuredClone(state);
       },
@@ -306,6 +343,8 @@ class Runner {
     } finally {
       open = false;
     }
+    // Aborted while it ran: whatever it returned or threw is not its outcome. It stays running, re-entered on resume.
+    stopIfAborted(this.#options.signal);
     const finished: LedgerStage = { ...running, status: error === null ? 'succeeded' : 'failed', finished_at: this.#stamp(), error, state };
     writeStageRecord(this.#dir, stageRecord(runId, index, finished));
     this.#emit('after_stage', { id: stage.id, index, status: finished.status });
@@ -368,11 +407,13 @@ async function execute(workspace: Workspace, plan: Plan, spec: JobSpec, stages: 
     const stamp = monotonicStamps(options.clock, plan.floor);
     const runner = new Runner(owned, spec, headerFor(plan, fields, resumeFingerprint(fields), stamp()), stamp, options);
     const ledger = [...plan.stages];
+    stopIfAborted(options.signal);
     runner.start(ledger);
     let status: 'succeeded' | 'failed' = 'succeeded';
     for (const [index, stage] of stages.entries()) {
       const previous = ledger[index] as LedgerStage;
       if (previous.status === 'succeeded') continue;
+      stopIfAborted(options.signal);
       const outcome = await runner.runStage(stage, index, previous, ledger);
       ledger[index] = outcome;
       if (outcome.status === 'failed') {
@@ -380,6 +421,7 @@ async function execute(workspace: Workspace, plan: Plan, spec: JobSpec, stages: 
         break;
       }
     }
+    stopIfAborted(options.signal);
     return runner.finish(ledger, status);
   } finally {
     owned.release();
@@ -407,6 +449,7 @@ export async function runJob<Code extends string>(
   const parsed = parseJobSpec(spec);
   checkStages(stages, parsed.stage_ids);
   const checked = checkOptions(options);
+  stopIfAborted(checked.signal);
   const fingerprint = resumeFingerprint(compatibilityOf(parsed));
   const workspace = openWorkspace(checked.workspace, checked.resume === undefined);
   try {
@@ -414,7 +457,8 @@ export async function runJob<Code extends string>(
     if (checked.resume !== undefined) proveSource(workspace, checked.resume, fingerprint);
     const jobLock = takeJobLock(workspace, parsed.job_type);
     try {
-      const plan = checked.resume === undefined ? freshPlan(parsed) : resumePlan(workspace, checked.resume, fingerprint);
+      stopIfAborted(checked.signal);
+      const plan = checked.resume === undefined ? freshPlan(workspace, parsed, checked.runId) : resumePlan(workspace, checked.resume, fingerprint);
       return await execute(workspace, plan, parsed, stages, checked);
     } finally {
       jobLock.release();

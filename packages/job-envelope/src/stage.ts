@@ -48,6 +48,13 @@ export interface StageContext<Code extends string = string> {
   fail(code: Code): never;
   /** Opens a private 0700 directory of this run for the stage's own files (not carried over by a resume); close it when done. */
   scratch(): PrivateDir;
+  /**
+   * Aborted when the runner's caller aborts the run (`options.signal`; never,
+   * without one). A stage should then stop starting new work, let the work
+   * in hand settle, and return or throw: its outcome is not recorded (the
+   * stage stays `running`, as after a crash) and a resume re-enters it.
+   */
+  readonly signal: AbortSignal;
 }
 
 /** One stage of a job: an id from the spec's `stage_ids`, in the same order, and what it does. */

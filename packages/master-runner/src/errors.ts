@@ -61,6 +61,12 @@ export const MASTER_RUNNER_ERROR_CODES = [
   'rollout_refused',
   /** The rollout workspace could not be read or written (`detail` io_error); the last checkpoint stays, resume from it. */
   'rollout_io',
+  /**
+   * The rollout was stopped by its caller (RolloutOptions.signal: a service
+   * shutting down) before its end. Nothing more was written: the run reads
+   * `interrupted`, and a resume continues it without dispatching anything twice.
+   */
+  'rollout_interrupted',
 ] as const;
 
 export type MasterRunnerErrorCode = (typeof MASTER_RUNNER_ERROR_CODES)[number];

@@ -12,7 +12,10 @@ interface RolloutData extends RolloutReport {
 const SETTLED_OUTCOMES = new Set(['succeeded', 'failed', 'unknown', 'quarantined', 'unresolved', 'rejected', 'reconciled', 'blocked', 'unreachable', 'no_target', 'skipped']);
 
 const apply: Apply<RolloutData> = (event, data, current) => {
-  if (event === 'rollout') return { ...(data as { readonly report: RolloutReport }).report, ...(current.live === undefined ? {} : { live: current.live }) };
+  if (event === 'rollout') {
+    const report = (data as { readonly report: RolloutReport }).report;
+    return { ...report, ...(current.source === undefined ? {} : { source: current.source }), ...(current.live === undefined ? {} : { live: current.live }) };
+  }
   if (event !== 'request') return current;
   const record = (data as RequestEvent).page.record;
   if (!current.targets.some((row) => row.request_id === record.request_id)) return current;
@@ -35,6 +38,14 @@ function Outcome({ row, live }: { readonly row: RolloutTargetRow; readonly live:
   );
 }
 
+function RunLink({ id }: { readonly id: string }) {
+  return (
+    <a href={hrefOf.rollout(id)}>
+      <Mono>{id}</Mono>
+    </a>
+  );
+}
+
 export function RolloutView({ runId, setStatus }: { readonly runId: string; readonly setStatus: (status: LiveStatus) => void }) {
   const loaded = useLiveResource<RolloutData>(`/ui/api/rollouts/${encodeURIComponent(runId)}`, `/v1/events?rollout=${encodeURIComponent(runId)}`, apply, setStatus);
   if (loaded.state === 'loading') return <p aria-busy="true">Loading the rollout…</p>;
@@ -47,7 +58,7 @@ export function RolloutView({ runId, setStatus }: { readonly runId: string; read
   return (
     <>
       <h1>
-        Rollout <Mono>{r.run_id}</Mono>
+        Rollout <Mono>{r.source === 'http' ? r.rollout_id : r.run_id}</Mono>
       </h1>
       <dl class="facts">
         <dt>Status</dt>
@@ -66,24 +77,21 @@ export function RolloutView({ runId, setStatus }: { readonly runId: string; read
         </dd>
         <dt>Duration</dt>
         <dd>{duration(r.duration_ms)}</dd>
+        <dt>Run</dt>
+        <dd>
+          <Mono>{r.run_id}</Mono>
+          {r.source === 'http' ? <span class="muted"> (its latest run; a resume after a restart is a new run of the same rollout)</span> : null}
+        </dd>
         {r.resumed_from === null ? null : (
           <>
             <dt>Resumed from</dt>
-            <dd>
-              <a href={hrefOf.rollout(r.resumed_from)}>
-                <Mono>{r.resumed_from}</Mono>
-              </a>
-            </dd>
+            <dd>{r.source === 'cli' ? <RunLink id={r.resumed_from} /> : <Mono>{r.resumed_from}</Mono>}</dd>
           </>
         )}
         {r.superseded_by === null ? null : (
           <>
             <dt>Resumed by</dt>
-            <dd>
-              <a href={hrefOf.rollout(r.superseded_by)}>
-                <Mono>{r.superseded_by}</Mono>
-              </a>
-            </dd>
+            <dd>{r.source === 'cli' ? <RunLink id={r.superseded_by} /> : <Mono>{r.superseded_by}</Mono>}</dd>
           </>
         )}
       </dl>

@@ -26,7 +26,7 @@ export function RolloutsView() {
           <caption>Newest first; a rollout is shown once it has reached its first batch.</caption>
           <thead>
             <tr>
-              <th scope="col">Run</th>
+              <th scope="col">Rollout</th>
               <th scope="col">Status</th>
               <th scope="col">Profile</th>
               <th scope="col">Batches</th>

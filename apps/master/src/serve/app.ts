@@ -10,6 +10,7 @@ import { ServiceLogController } from './log-controller.js';
 import { ProblemError, sendProblem } from './problems.js';
 import { registerOpsRoutes } from './routes-ops.js';
 import { registerRequestRoutes } from './routes-requests.js';
+import { registerRolloutRoutes } from './routes-rollouts.js';
 import { registerTargetRoutes } from './routes-targets.js';
 
 /*
@@ -50,7 +51,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
           'Durable, exactly-once-effect Salt applies: admit a request (Idempotency-Key), follow its record to a JID-bound receipt, reconcile what stays unresolved. Errors are RFC 9457 problems (application/problem+json) whose type is https://oduflow.dev/problems/<code>.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a token listed (hashed) in the tokens file' } } },
-      tags: [{ name: 'requests' }, { name: 'targets' }, { name: 'operations' }],
+      tags: [{ name: 'requests' }, { name: 'rollouts' }, { name: 'targets' }, { name: 'operations' }],
     },
     transform: jsonSchemaTransform,
     transformObject: jsonSchemaTransformObject,
@@ -88,6 +89,7 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   app.setNotFoundHandler(async (request, reply) => sendProblem(request, reply, new ProblemError('not_found', 'no such route')));
 
   registerRequestRoutes(app, ctx);
+  registerRolloutRoutes(app, ctx);
   registerTargetRoutes(app, ctx);
   registerOpsRoutes(app, ctx);
   registerDashboard(app, ctx);

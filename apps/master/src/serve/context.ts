@@ -2,6 +2,7 @@ import type { Logger, MasterDeps } from '@oduflow/master-runner';
 import type { RequestRecord } from '@oduflow/protocol';
 import type { DashboardContext } from './dashboard/dashboard-context.js';
 import type { ServiceMetrics } from './metrics.js';
+import type { RolloutService } from './rollout-service.js';
 import type { TokenRegistry } from './tokens.js';
 
 /** What the HTTP routes work with; built by service.ts, or by a test around app.inject. */
@@ -21,4 +22,6 @@ export interface ServiceContext {
   draining(): boolean;
   /** The operator dashboard (/ui, /v1/events): the change feed, its assets, the rollout workspace. */
   readonly dashboard: DashboardContext;
+  /** Rollouts run in this process (disabled without a rollout workspace). */
+  readonly rollouts: RolloutService;
 }

@@ -48,7 +48,7 @@ export function parseIdempotencyKey(header: string | readonly string[] | undefin
 export function keyProblemDetail(why: Exclude<KeyParse, { ok: true }>['why']): string {
   switch (why) {
     case 'missing':
-      return 'POST /v1/requests needs an Idempotency-Key header (a string of 1-255 printable ASCII characters)';
+      return 'this request needs an Idempotency-Key header (a string of 1-255 printable ASCII characters)';
     case 'empty':
       return 'the Idempotency-Key is empty';
     case 'too_long':

@@ -43,7 +43,7 @@ function requestId(id: string): string {
 }
 
 /** The canonical JSON of the caller's high data; the protocol's code when it is outside the canonical domain. */
-function stateDataJson(value: unknown): string | undefined {
+export function stateDataJson(value: unknown): string | undefined {
   if (value === undefined) return undefined;
   try {
     return canonicalJson(value);

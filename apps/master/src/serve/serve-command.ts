@@ -2,8 +2,8 @@ import { MasterRunnerError, preflight, type RecordStore } from '@oduflow/master-
 import type { LegacyRequestRecord } from '@oduflow/protocol';
 import { saltConfig, storeConfig } from '../config.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
-import { rolloutWorkspace } from '../rollout/command.js';
 import { openStore, saltClient, type Wiring } from '../wiring.js';
+import { rolloutServeConfig, type RolloutServeFlags } from './rollout-config.js';
 import { holdServeLock, type ServeLock } from './serve-lock.js';
 import { serveConfig, type ServeConfig, type ServeFlags } from './serve-config.js';
 import { startService } from './service.js';
@@ -35,12 +35,11 @@ function errorLine(error: MasterRunnerError): string {
   return `error [${error.code}${error.detail === undefined ? '' : `/${error.detail}`}]: ${error.message}\n`;
 }
 
-export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): Promise<ExitCode> {
+export async function serveCommand(w: Wiring, flags: ServeFlags & RolloutServeFlags, io: ServeIo): Promise<ExitCode> {
   const config: ServeConfig = serveConfig(flags, w.env);
+  const rollouts = rolloutServeConfig(flags, w.env);
   const salt = saltConfig(flags, w.env);
   const store = storeConfig(flags, w.env);
-  // The dashboard's rollout pages read the workspace the rollout command writes.
-  const workspace = rolloutWorkspace(flags, w.env);
   let tokens: TokenRegistry = loadTokensFile(config.tokensFile);
   const client = saltClient(salt);
   const log = w.logger;
@@ -114,8 +113,8 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
         eventStream: config.eventStream,
         keyRetentionMs: config.keyRetentionMs,
         unboundLegacy: report.legacy.filter((r) => r.minion_id === null).map((r) => r.request_id),
-        dashboard: { rolloutWorkspace: workspace },
         ...(w.seams.crashAt === undefined ? {} : { crashAt: w.seams.crashAt }),
+        rollouts: { ...rollouts, ...(w.seams.rolloutCheckpoint === undefined ? {} : { onCheckpoint: w.seams.rolloutCheckpoint }) },
       });
     } catch (error) {
       const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
@@ -125,7 +124,7 @@ export async function serveCommand(w: Wiring, flags: ServeFlags, io: ServeIo): P
       throw error;
     }
     log.info(
-      { address: service.address, store: records.location, tokens: tokens.tokenCount, event_stream: config.eventStream },
+      { address: service.address, store: records.location, tokens: tokens.tokenCount, event_stream: config.eventStream, rollout_workspace: rollouts.workspace },
       'serving',
     );
 

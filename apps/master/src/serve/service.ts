@@ -8,6 +8,7 @@ import { announcingStore, createChangeFeed } from './dashboard/change-feed.js';
 import type { DashboardOptions } from './dashboard/dashboard-context.js';
 import { startLoops, type Loops } from './loops.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics.js';
+import { createRolloutService, disabledRolloutService, type RolloutServiceOptions } from './rollout-service.js';
 import type { TokenRegistry } from './tokens.js';
 
 /*
@@ -18,8 +19,10 @@ import type { TokenRegistry } from './tokens.js';
  *   1. readiness fails and new authenticated requests are refused (503);
  *   2. the listener closes and the requests in flight finish (an admission
  *      completes its unit, or stores nothing);
- *   3. the loops are aborted and their work in hand is finished (a
- *      publication in flight is awaited and recorded);
+ *   3. the loops and the rollouts are aborted and their work in hand is
+ *      finished (a publication in flight is awaited and recorded; a rollout
+ *      writes no further checkpoint and is left interrupted, resumed at the
+ *      next start);
  * so nothing is left half-written beyond what a crash would leave, and
  * every store write is atomic anyway.
  */
@@ -46,6 +49,8 @@ export interface ServiceOptions {
   readonly saltReadinessCacheMs?: number;
   /** The operator dashboard's settings (its assets, the rollout workspace it reads). */
   readonly dashboard?: DashboardOptions;
+  /** Where and how rollouts run; without it, this instance runs none (the rollout routes answer 503). */
+  readonly rollouts?: RolloutServiceOptions | undefined;
 }
 
 export interface RunningService {
@@ -113,6 +118,7 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     events: options.eventStream ? options.salt : undefined,
     keyRetentionMs: options.keyRetentionMs,
   });
+  const rollouts = options.rollouts === undefined ? disabledRolloutService() : createRolloutService(deps, options.rollouts, metrics.registry);
   const ctx: ServiceContext = {
     deps,
     tokens: options.tokens,
@@ -127,8 +133,10 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     dashboard: {
       feed,
       assetsDir: options.dashboard?.assetsDir === null ? undefined : (options.dashboard?.assetsDir ?? defaultAssetsDir()),
-      rolloutWorkspace: options.dashboard?.rolloutWorkspace,
+      // The dashboard reads the rollouts where this service runs them (the CLI's workspace by default).
+      rolloutWorkspace: options.dashboard?.rolloutWorkspace ?? options.rollouts?.workspace,
     },
+    rollouts,
   };
 
   let app: FastifyInstance | undefined;
@@ -139,10 +147,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
   } catch (error) {
     await app?.close();
     controller.abort();
-    await loops.done.catch(() => undefined);
+    await Promise.all([loops.done.catch(() => undefined), rollouts.stop()]);
     throw error;
   }
   const listening = app;
+  // In the background: what a shutdown or a crash left interrupted goes on from its last checkpoint.
+  void rollouts.resumeInterrupted();
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -150,7 +160,8 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
       draining = true;
       await listening.close();
       controller.abort();
-      await loops.done.catch(() => undefined); // a failed loop was logged when it failed
+      // A failed loop was logged when it failed; a rollout's end is logged by the rollout service.
+      await Promise.all([loops.done.catch(() => undefined), rollouts.stop()]);
     })();
     return stopping;
   };

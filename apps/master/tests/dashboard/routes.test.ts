@@ -1,9 +1,10 @@
 import { createFileRecordStore } from '@oduflow/master-runner';
+import { get } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CONTENT_SECURITY_POLICY } from '../../src/serve/dashboard/assets.js';
 import type { TokenRegistry } from '../../src/serve/tokens.js';
 import { TOKENS, startServiceWorld, waitFor, type ServiceWorld } from '../serve/support/service-world.js';
-import { FLEET, dashboardTokens, seedFleet, type Seeded } from './support/seed.js';
+import { FLEET, ROLLOUT_TARGETS, dashboardTokens, seedFleet, type Seeded } from './support/seed.js';
 
 /*
  * The dashboard's HTTP side without a browser: the static front end and its
@@ -37,18 +38,21 @@ interface Followed {
   stop(): void;
 }
 
-async function follow(w: ServiceWorld, token: string, query = ''): Promise<Followed | number> {
-  const controller = new AbortController();
-  const response = await fetch(`${w.service.address}/v1/events${query}`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
-  if (response.status !== 200 || response.body === null) return response.status;
-  expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-  const events: { event: string; data: unknown }[] = [];
-  let raw = '';
-  const ended = (async () => {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-        raw += decoder.decode(chunk, { stream: true });
+/** Follows /v1/events on its own connection (node:http, no pool), so stopping it closes exactly that connection. */
+function follow(w: ServiceWorld, token: string, query = ''): Promise<Followed | number> {
+  return new Promise((resolve, reject) => {
+    const request = get(`${w.service.address}/v1/events${query}`, { headers: { authorization: `Bearer ${token}` }, agent: false }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+        return;
+      }
+      expect(response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+      const events: { event: string; data: unknown }[] = [];
+      let raw = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        raw += chunk;
         let end = raw.indexOf('\n\n');
         while (end !== -1) {
           const block = raw.slice(0, end);
@@ -58,12 +62,15 @@ async function follow(w: ServiceWorld, token: string, query = ''): Promise<Follo
           const data = /^data: (.*)$/m.exec(block)?.[1];
           if (event !== undefined && data !== undefined) events.push({ event, data: JSON.parse(data) as unknown });
         }
-      }
-    } catch {
-      // aborted
-    }
-  })();
-  return { events, text: () => JSON.stringify(events), ended, stop: () => controller.abort() };
+      });
+      const ended = new Promise<void>((done) => {
+        response.on('close', () => done());
+        response.on('error', () => done());
+      });
+      resolve({ events, text: () => JSON.stringify(events), ended, stop: () => request.destroy() });
+    });
+    request.on('error', reject);
+  });
 }
 
 describe('the dashboard over HTTP', () => {
@@ -101,7 +108,7 @@ describe('the dashboard over HTTP', () => {
     expect(JSON.stringify(acme)).not.toContain(seeded.globexUnknown.request_id);
     expect((await w.call({ method: 'GET', url: `/ui/api/requests/${seeded.globexUnknown.request_id}`, token: TOKENS.acmeRead })).statusCode).toBe(404);
     const who = await w.call({ method: 'GET', url: '/ui/api/whoami', token: TOKENS.acmeReconcile });
-    expect(who.json()).toEqual({ tenant: 'acme', actor: 'acme-oncall', token_id: 'acme-reconcile', scopes: ['read', 'reconcile'], rollouts: false });
+    expect(who.json()).toEqual({ tenant: 'acme', actor: 'acme-oncall', token_id: 'acme-reconcile', scopes: ['read', 'reconcile'], rollouts: true });
     expect(who.body).not.toContain(TOKENS.acmeReconcile);
     expect(who.headers['cache-control']).toBe('no-store');
   });
@@ -153,6 +160,34 @@ describe('the dashboard over HTTP', () => {
     expect(reconciled.statusCode).toBe(200);
     await stream.ended;
     expect(stream.text()).not.toContain(seeded.quarantined.request_id);
+  });
+
+  it('shows a rollout the tenant asked the service for, to that tenant only, and follows it live to its end', async () => {
+    const { world: w } = await seededWorld();
+    const posted = await w.call({
+      method: 'POST',
+      url: '/v1/rollouts',
+      token: TOKENS.acmeAll,
+      key: 'dash-rollout-1',
+      payload: { profile: 'configure', targets: [...ROLLOUT_TARGETS], batch_size: 2, max_unresolved: 1 },
+    });
+    expect(posted.statusCode, posted.body).toBe(202);
+    const id = posted.json<{ rollout_id: string }>().rollout_id;
+    const stream = await follow(w, TOKENS.acmeRead, `?rollout=${id}`);
+    if (typeof stream === 'number') throw new Error(`no stream: ${stream}`);
+    const reports = (): { status: string; counts: Record<string, number> }[] =>
+      stream.events.filter((e) => e.event === 'rollout').map((e) => (e.data as { report: { status: string; counts: Record<string, number> } }).report);
+    await waitFor(() => reports().some((r) => r.status === 'succeeded'), 30_000, 'the rollout followed to its end');
+    expect(reports().at(-1)?.counts['succeeded']).toBe(4);
+    stream.stop();
+
+    const listed = (await w.call({ method: 'GET', url: '/ui/api/rollouts', token: TOKENS.acmeRead })).json<{ items: { id: string; source: string; status: string }[] }>();
+    expect(listed.items).toEqual([expect.objectContaining({ id, source: 'http', status: 'succeeded' })]);
+    const page = await w.call({ method: 'GET', url: `/ui/api/rollouts/${id}`, token: TOKENS.acmeRead });
+    expect(page.json()).toMatchObject({ rollout_id: id, source: 'http', status: 'succeeded' });
+    expect((await w.call({ method: 'GET', url: `/ui/api/rollouts/${id}`, token: TOKENS.globexAll })).statusCode).toBe(404);
+    expect((await w.call({ method: 'GET', url: '/ui/api/rollouts', token: TOKENS.globexAll })).json()).toEqual({ items: [], unreadable: 0 });
+    expect(await follow(w, TOKENS.globexAll, `?rollout=${id}`)).toBe(404);
   });
 
   it('does not let an open stream hold the service when it stops, and refuses a rollout it cannot show', async () => {

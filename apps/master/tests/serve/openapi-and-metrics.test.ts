@@ -34,7 +34,18 @@ describe('GET /openapi.json', () => {
       components: { schemas: Record<string, { properties?: Record<string, unknown> }>; securitySchemes: Record<string, unknown> };
     };
     expect(Object.keys(document.paths).sort()).toEqual(
-      ['/healthz', '/metrics', '/readyz', '/v1/events', '/v1/requests', '/v1/requests/{id}', '/v1/requests/{id}/reconcile', '/v1/targets/{minion_id}'].sort(),
+      [
+        '/healthz',
+        '/metrics',
+        '/readyz',
+        '/v1/events',
+        '/v1/requests',
+        '/v1/requests/{id}',
+        '/v1/requests/{id}/reconcile',
+        '/v1/rollouts',
+        '/v1/rollouts/{id}',
+        '/v1/targets/{minion_id}',
+      ].sort(),
     );
     const events = document.paths['/v1/events']?.['get'];
     expect(events?.security).toEqual([{ bearer: [] }]);

@@ -49,6 +49,12 @@ import { ROLLOUT_STATE_VERSION, parseStageState, stateValue, type RolloutStageSt
  * that could not be asked) is an outcome. Any other error (the store, a
  * bug) is not decided here: the stage fails (the envelope records only
  * `stage_exception`, never the error) and the rollout can be resumed.
+ *
+ * When the rollout is aborted (ctx.signal: a service shutting down), the
+ * stage starts no new dispatch or poll, lets those in flight finish (a
+ * publication in flight is recorded), saves what it has and stops; the
+ * envelope records nothing more, and a resume re-enters the stage as after
+ * a crash.
  */
 
 export const ROLLOUT_FAILURE_CODES = ['budget_exceeded'] as const;
@@ -158,15 +164,22 @@ class BatchStage {
     this.#save(true);
     const log = this.#d.logger.child({ rollout: this.#ctx.jobId, run_id: this.#ctx.runId, stage: this.#ctx.stageId });
     log.info({ targets: this.#batch.length, entry: this.#ctx.entry, dry_run: this.#spec.dryRun }, 'rollout stage started');
+    const { signal } = this.#ctx;
     try {
       if (this.#spec.dryRun) await this.#dryRun();
       else {
         await this.#dispatchAll();
         this.#save(true);
+        signal.throwIfAborted();
         await this.#pollUntilSettled();
       }
+      signal.throwIfAborted();
     } catch (error) {
-      log.error(errorKind(error), 'rollout stage stopped by an error; resume the rollout once it is fixed');
+      if (signal.aborted) {
+        // What the dispatches and polls in flight learned is kept: a resume starts from it.
+        if (this.#dirty) this.#save(true);
+        log.info('rollout stage stopped: the rollout was aborted; a resume continues from its last checkpoint');
+      } else log.error(errorKind(error), 'rollout stage stopped by an error; resume the rollout once it is fixed');
       throw error;
     }
     const used = budgetBefore + budgetUsedBy(this.#state.targets);
@@ -178,7 +191,8 @@ class BatchStage {
 
   async #eachTarget(work: (row: TargetRow, index: number) => Promise<void>, which: (row: TargetRow) => boolean): Promise<void> {
     const indexes = this.#state.targets.flatMap((row, index) => (which(row) ? [index] : []));
-    await forEachConcurrently(indexes, { concurrency: this.#settings.concurrency }, async ([index]) => {
+    // Aborted: no new target is taken; the ones in work finish.
+    await forEachConcurrently(indexes, { concurrency: this.#settings.concurrency, signal: this.#ctx.signal }, async ([index]) => {
       const row = this.#state.targets[index as number] as TargetRow;
       await work(row, index as number);
     });
@@ -242,7 +256,8 @@ class BatchStage {
       if (open === 0) return;
       if (left <= 0) break;
       this.#save(false);
-      await sleep(Math.min(this.#settings.pollIntervalMs, left));
+      this.#ctx.signal.throwIfAborted();
+      await sleep(Math.min(this.#settings.pollIntervalMs, left), undefined, { signal: this.#ctx.signal });
     }
     // The deadline passed: what is still open stays open on the record side; the rollout calls it unresolved.
     await this.#eachTarget(async (row, index) => {

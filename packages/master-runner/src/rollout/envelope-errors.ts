@@ -14,6 +14,8 @@ export function fromEnvelopeError(error: unknown): unknown {
   switch (error.code) {
     case 'io_error':
       return new MasterRunnerError('rollout_io', error.message, { detail: error.code, cause: error });
+    case 'aborted':
+      return new MasterRunnerError('rollout_interrupted', 'the rollout was stopped before its end; resume it', { detail: error.code, cause: error });
     case 'invalid_spec':
     case 'invalid_stage_state':
     case 'invalid_summary':

@@ -49,6 +49,21 @@ export interface RolloutOptions {
   readonly workspace: string;
   /** The run id of an interrupted or failed rollout to resume. */
   readonly resume?: string;
+  /**
+   * The id of a new rollout (a canonical UUID; default: a random one). A
+   * service derives it from the Idempotency-Key the rollout was asked with,
+   * so the key finds its rollout again. Not with `resume`; an id already used
+   * in the workspace is refused (`rollout_refused`, detail invalid_argument).
+   */
+  readonly rolloutId?: string;
+  /**
+   * Aborting it stops the rollout as a crash would, with the process alive:
+   * no new dispatch or poll starts, those in flight finish and are recorded,
+   * no further checkpoint is written, and `done` rejects with
+   * `rollout_interrupted`. The run reads `interrupted`; resume it (it
+   * dispatches nothing twice: a re-entered batch finds its requests).
+   */
+  readonly signal?: AbortSignal;
   /** What the rollout acts on, hashed into its resume fingerprint (default: the record store's location). */
   readonly identity?: string;
   /** How long a stage polls its batch before calling what is still open `unresolved` (default 15 min). */
@@ -71,7 +86,7 @@ export interface RolloutHandle {
   /** This run's id: what `readRollout` and a later resume take. */
   readonly runId: string;
   readonly resumedFrom: string | null;
-  /** Settles when the run ends: its report (a halted rollout is a report too); rejects only when a checkpoint could not be written. */
+  /** Settles when the run ends: its report (a halted rollout is a report too); rejects when a checkpoint could not be written, or with `rollout_interrupted` once `signal` aborted it. */
   readonly done: Promise<RolloutReport>;
 }
 
@@ -101,8 +116,9 @@ function summarize(input: SummaryInput): JobSummary {
  *
  * Throws MasterRunnerError: `invalid_input` (the input or an option),
  * `rollout_refused` (detail: job_locked, run_not_found, resume_mismatch,
- * corrupt_checkpoint, run_superseded, run_finished, unsafe_workspace),
- * `rollout_io`.
+ * corrupt_checkpoint, run_superseded, run_finished, unsafe_workspace,
+ * invalid_argument), `rollout_io`, `rollout_interrupted` (aborted before
+ * the first checkpoint).
  */
 export async function startRollout(deps: MasterDeps, input: RolloutInput, options: RolloutOptions): Promise<RolloutHandle> {
   const spec = parseRolloutSpec(input);
@@ -111,6 +127,9 @@ export async function startRollout(deps: MasterDeps, input: RolloutInput, option
   }
   if (options.resume !== undefined && !isRequestId(options.resume)) {
     throw new MasterRunnerError('invalid_input', 'a rollout run id is a canonical UUID', { detail: 'invalid_request_id' });
+  }
+  if (options.rolloutId !== undefined && (!isRequestId(options.rolloutId) || options.resume !== undefined)) {
+    throw new MasterRunnerError('invalid_input', 'a new rollout’s id is a canonical UUID, and only without resume', { detail: 'invalid_rollout_option' });
   }
   const settings = {
     stageTimeoutMs: option(options.stageTimeoutMs, DEFAULT_STAGE_TIMEOUT_MS, 1, 7 * 24 * 3_600_000, 'the stage timeout (ms)'),
@@ -149,6 +168,8 @@ export async function startRollout(deps: MasterDeps, input: RolloutInput, option
   const run = runJob(rolloutJobSpec(spec, identity), stages, {
     workspace: options.workspace,
     ...(options.resume === undefined ? {} : { resume: options.resume }),
+    ...(options.rolloutId === undefined ? {} : { runId: options.rolloutId }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
     summarize,
     onCheckpoint,
     ...(options.clock === undefined ? {} : { clock: options.clock }),

@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export interface EventStream {
   /** Sends one event; false once the stream is closed. */
   send(event: string, data: unknown): boolean;
+  /** Ends the stream and drops its connection (a client that is not reading must not hold a shutdown). */
   close(): void;
   readonly closed: Promise<void>;
 }
@@ -23,12 +24,16 @@ export interface EventStreamOptions {
 
 export function openEventStream(request: FastifyRequest, reply: FastifyReply, options: EventStreamOptions = {}): EventStream {
   const raw = reply.raw;
+  // Kept: the response detaches from its socket when it ends, and the socket must go with the stream.
+  const socket = request.raw.socket;
   reply.hijack();
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',
     'x-accel-buffering': 'no',
     'x-content-type-options': 'nosniff',
+    // An event stream's connection is never reused: when the stream ends, so does the connection.
+    connection: 'close',
   });
   // Tells the client how long to wait before it reconnects (EventSource semantics).
   raw.write('retry: 2000\n\n');
@@ -41,15 +46,18 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
   }, options.heartbeatMs ?? 15_000);
   heartbeat.unref();
   const close = (): void => {
-    if (!open) return;
-    open = false;
-    clearInterval(heartbeat);
-    raw.end();
-    resolveClosed();
+    if (open) {
+      open = false;
+      clearInterval(heartbeat);
+      raw.end();
+      resolveClosed();
+    }
+    // An idle keep-alive socket left behind would hold the service's shutdown until its keep-alive timeout.
+    if (!socket.destroyed) socket.destroy();
   };
-  request.raw.on('close', close);
-  raw.on('close', close);
-  raw.on('error', close);
+  request.raw.on('close', () => close());
+  raw.on('close', () => close());
+  raw.on('error', () => close());
   let id = 0;
   return {
     send(event, data) {

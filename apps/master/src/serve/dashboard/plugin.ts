@@ -1,7 +1,7 @@
+import { MasterRunnerError } from '@oduflow/master-runner';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../context.js';
 import { loadDashboardAssets } from './assets.js';
-import { readRolloutIfAny } from './rollout-views.js';
 import { createRolloutWatch } from './rollout-watch.js';
 import { registerAssetRoutes } from './routes-assets.js';
 import { registerEventRoutes } from './routes-events.js';
@@ -25,12 +25,10 @@ export function registerDashboard(app: FastifyInstance, ctx: ServiceContext): vo
   if (assets === undefined) log.warn('the dashboard is not built: /ui answers 404 (the API is not affected)');
 
   const rollouts =
-    rolloutWorkspace === undefined
+    rolloutWorkspace === undefined && !ctx.rollouts.enabled
       ? undefined
       : createRolloutWatch({
-          workspace: rolloutWorkspace,
-          read: (runId) => readRolloutIfAny(rolloutWorkspace, runId),
-          onError: (runId, error) => log.debug({ run_id: runId, code: error instanceof Error ? error.name : 'error' }, 'a watched rollout could not be read'),
+          onError: (key, error) => log.debug({ rollout: key, code: MasterRunnerError.isInstance(error) ? error.code : 'error' }, 'a watched rollout could not be read'),
         });
   if (rollouts !== undefined) {
     const stop = ctx.dashboard.feed.subscribe((change) => rollouts.requestChanged(change.record.request_id));

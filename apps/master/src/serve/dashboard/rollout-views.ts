@@ -1,16 +1,28 @@
 import { MasterRunnerError, listRollouts, readRollout, type RolloutReport } from '@oduflow/master-runner';
+import { join } from 'node:path';
+import type { RolloutService } from '../rollout-service.js';
+import type { WatchedRollout } from './rollout-watch.js';
 
 /*
- * Rollouts as the dashboard shows them, read from the rollout workspace
- * with the library (read-only: no lock is taken, a running rollout is read
- * as its checkpoints say now). A rollout belongs to no tenant of its own: a
- * tenant sees one when every target it has reached is one of the tenant's
- * (and it has reached at least one), so no tenant learns of another's
- * targets; a rollout that has not checkpointed its first batch yet is shown
- * to nobody.
+ * Rollouts as the dashboard shows them, two kinds, both read-only (no lock
+ * is taken; a running rollout is read as its checkpoints say now):
+ *   - `http`: asked for over POST /v1/rollouts and run by the service. They
+ *     belong to the tenant that asked; the rollout service reads them (by
+ *     rollout id, its latest run).
+ *   - `cli`: run by `oduflow-master rollout` in the same workspace, read
+ *     with the library by run id. Such a rollout belongs to no tenant: a
+ *     tenant sees one when every target it has reached is one of the
+ *     tenant's (and it has reached at least one), so no tenant learns of
+ *     another's targets; one that has not checkpointed its first batch yet
+ *     is shown to nobody.
  */
 
+export type RolloutSource = 'http' | 'cli';
+
 interface RolloutSummary {
+  /** What its page is addressed by: the rollout id (http) or the run id (cli). */
+  readonly id: string;
+  readonly source: RolloutSource;
   readonly run_id: string;
   readonly rollout_id: string;
   readonly status: RolloutReport['status'];
@@ -33,8 +45,10 @@ export function visibleTo(report: RolloutReport, tenant: string, ownerOf: (minio
   return report.targets.length > 0 && report.targets.every((row) => ownerOf(row.minion_id) === tenant);
 }
 
-function summaryOf(report: RolloutReport): RolloutSummary {
+function summaryOf(report: RolloutReport, source: RolloutSource): RolloutSummary {
   return {
+    id: source === 'http' ? report.rollout_id : report.run_id,
+    source,
     run_id: report.run_id,
     rollout_id: report.rollout_id,
     status: report.status,
@@ -67,25 +81,76 @@ export interface RolloutList {
   readonly unreadable: number;
 }
 
-/** The tenant's rollouts, newest first. */
-export function listVisibleRollouts(workspace: string, tenant: string, ownerOf: (minionId: string) => string | undefined): RolloutList {
-  const listings = listRollouts(workspace);
+/** The tenant's rollouts: those it asked the service for, then the CLI's it may see, each newest first. */
+export async function listVisibleRollouts(
+  service: RolloutService,
+  workspace: string | undefined,
+  tenant: string,
+  ownerOf: (minionId: string) => string | undefined,
+): Promise<RolloutList> {
   const items: RolloutSummary[] = [];
   let unreadable = 0;
-  for (const listing of listings.reverse()) {
-    if (items.length >= MAX_LISTED_ROLLOUTS) break;
-    if (!listing.valid) {
-      unreadable += 1;
-      continue;
+  if (service.enabled) {
+    const page = await service.list(tenant, { limit: MAX_LISTED_ROLLOUTS });
+    for (const item of page.items) {
+      const report = item.status === 'unreadable' ? undefined : await service.get(tenant, item.rollout_id);
+      if (report === undefined) unreadable += 1;
+      else items.push(summaryOf(report, 'http'));
     }
-    let report: RolloutReport | undefined;
-    try {
-      report = readRolloutIfAny(workspace, listing.run_id);
-    } catch {
-      unreadable += 1;
-      continue;
-    }
-    if (report !== undefined && visibleTo(report, tenant, ownerOf)) items.push(summaryOf(report));
   }
+  if (workspace !== undefined) {
+    for (const listing of listRollouts(workspace).reverse()) {
+      if (items.length >= 2 * MAX_LISTED_ROLLOUTS) break;
+      if (!listing.valid) {
+        unreadable += 1;
+        continue;
+      }
+      let report: RolloutReport | undefined;
+      try {
+        report = readRolloutIfAny(workspace, listing.run_id);
+      } catch {
+        unreadable += 1;
+        continue;
+      }
+      if (report !== undefined && visibleTo(report, tenant, ownerOf)) items.push(summaryOf(report, 'cli'));
+    }
+  }
+  items.sort((a, b) => b.started_at.localeCompare(a.started_at));
   return { items, unreadable };
+}
+
+export interface FoundRollout {
+  readonly source: RolloutSource;
+  readonly report: RolloutReport;
+  /** The key and reader a live watch of it uses. */
+  readonly key: string;
+  readonly watch: WatchedRollout;
+  /** Whether a later report may still be shown to the tenant. */
+  readonly stillVisible: (report: RolloutReport) => boolean;
+}
+
+/** The tenant's rollout `id`: one it asked the service for (by rollout id), else a CLI run it may see (by run id). */
+export async function findRollout(
+  service: RolloutService,
+  workspace: string | undefined,
+  tenant: string,
+  id: string,
+  ownerOf: (minionId: string) => string | undefined,
+): Promise<FoundRollout | undefined> {
+  if (service.enabled) {
+    const report = await service.get(tenant, id);
+    if (report !== undefined) {
+      return { source: 'http', report, key: `http/${tenant}/${id}`, watch: { read: () => service.get(tenant, id) }, stillVisible: () => true };
+    }
+  }
+  if (workspace === undefined) return undefined;
+  const report = readRolloutIfAny(workspace, id);
+  if (report === undefined || !visibleTo(report, tenant, ownerOf)) return undefined;
+  return {
+    source: 'cli',
+    report,
+    key: `cli/${id}`,
+    watch: { read: () => readRolloutIfAny(workspace, id), dir: join(workspace, 'runs', id) },
+    stillVisible: (later) => visibleTo(later, tenant, ownerOf),
+  };
 }

@@ -1,6 +1,5 @@
 import type { RolloutReport } from '@oduflow/master-runner';
 import { watch, type FSWatcher } from 'node:fs';
-import { join } from 'node:path';
 
 /*
  * Live rollout reports for the dashboard's event streams. One watch per
@@ -12,9 +11,15 @@ import { join } from 'node:path';
  * dashboards follow it. A listener hears a report only when it changed.
  */
 
+/** How to read one watched rollout: its report now (undefined: gone), and the directory its checkpoints land in, if known. */
+export interface WatchedRollout {
+  readonly read: () => RolloutReport | undefined | Promise<RolloutReport | undefined>;
+  readonly dir?: string;
+}
+
 export interface RolloutWatch {
-  /** Calls `listener` with the report now and after every change, until the returned function is called. */
-  subscribe(runId: string, listener: (report: RolloutReport) => void): () => void;
+  /** Calls `listener` with the report now and after every change, until the returned function is called. `key` names the rollout; its first subscriber says how to read it. */
+  subscribe(key: string, source: WatchedRollout, listener: (report: RolloutReport) => void): () => void;
   /** A request was committed: re-read the runs it belongs to. */
   requestChanged(requestId: string): void;
   /** Runs watched now. */
@@ -23,17 +28,17 @@ export interface RolloutWatch {
 }
 
 export interface RolloutWatchOptions {
-  readonly workspace: string;
-  /** Reads a run's report; undefined when the run does not exist. Throws when it cannot be read. */
-  readonly read: (runId: string) => RolloutReport | undefined;
   /** The safety-net re-read while a run is running (ms; default 1000). */
   readonly everyMs?: number;
   /** How long a burst of changes is gathered into one read (ms; default 50). */
   readonly settleMs?: number;
-  readonly onError?: (runId: string, error: unknown) => void;
+  readonly onError?: (key: string, error: unknown) => void;
 }
 
 interface Watched {
+  readonly source: WatchedRollout;
+  reading: boolean;
+  again: boolean;
   readonly listeners: Set<(report: RolloutReport) => void>;
   last: string | undefined;
   report: RolloutReport | undefined;
@@ -55,70 +60,94 @@ export function createRolloutWatch(options: RolloutWatchOptions): RolloutWatch {
     w.pending = undefined;
   };
 
-  const refresh = (runId: string, w: Watched): void => {
-    let report: RolloutReport | undefined;
-    try {
-      report = options.read(runId);
-    } catch (error) {
-      options.onError?.(runId, error);
+  const refresh = (key: string, w: Watched): void => {
+    // One read at a time per rollout; a change during a read asks for one more.
+    if (w.reading) {
+      w.again = true;
       return;
     }
-    if (report === undefined) return;
-    if (report.status !== 'running') clearInterval(w.interval);
-    const text = JSON.stringify(report);
-    if (text === w.last) return;
-    w.last = text;
-    w.report = report;
-    w.requestIds = new Set(report.targets.flatMap((row) => (row.request_id === null ? [] : [row.request_id])));
-    for (const listener of [...w.listeners]) listener(report);
+    w.reading = true;
+    void (async () => {
+      try {
+        const report = await w.source.read();
+        if (report === undefined || runs.get(key) !== w) return;
+        if (report.status !== 'running') clearInterval(w.interval);
+        const text = JSON.stringify(report);
+        if (text === w.last) return;
+        w.last = text;
+        w.report = report;
+        w.requestIds = new Set(report.targets.flatMap((row) => (row.request_id === null ? [] : [row.request_id])));
+        for (const listener of [...w.listeners]) listener(report);
+      } catch (error) {
+        options.onError?.(key, error);
+      } finally {
+        w.reading = false;
+        if (w.again) {
+          w.again = false;
+          schedule(key, w);
+        }
+      }
+    })();
   };
 
-  const schedule = (runId: string, w: Watched): void => {
+  const schedule = (key: string, w: Watched): void => {
     if (w.pending !== undefined) return;
     w.pending = setTimeout(() => {
       w.pending = undefined;
-      refresh(runId, w);
+      refresh(key, w);
     }, settleMs);
     w.pending.unref();
   };
 
-  const start = (runId: string): Watched => {
-    const w: Watched = { listeners: new Set(), last: undefined, report: undefined, requestIds: new Set(), interval: undefined, pending: undefined, fsWatcher: undefined };
-    runs.set(runId, w);
-    refresh(runId, w);
-    if (w.report === undefined || w.report.status === 'running') {
-      w.interval = setInterval(() => refresh(runId, w), everyMs);
-      w.interval.unref();
-    }
-    try {
-      // Checkpoints land in the run's directory by atomic rename: each one is a directory event.
-      w.fsWatcher = watch(join(options.workspace, 'runs', runId), { persistent: false }, () => schedule(runId, w));
-      w.fsWatcher.on('error', () => {
-        w.fsWatcher?.close();
-        w.fsWatcher = undefined;
-      });
-    } catch {
-      // No directory yet (or no inotify): the interval still reads it.
+  const start = (key: string, source: WatchedRollout): Watched => {
+    const w: Watched = {
+      source,
+      reading: false,
+      again: false,
+      listeners: new Set(),
+      last: undefined,
+      report: undefined,
+      requestIds: new Set(),
+      interval: undefined,
+      pending: undefined,
+      fsWatcher: undefined,
+    };
+    runs.set(key, w);
+    refresh(key, w);
+    // Until a read says the run has ended.
+    w.interval = setInterval(() => refresh(key, w), everyMs);
+    w.interval.unref();
+    if (source.dir !== undefined) {
+      try {
+        // Checkpoints land in the run's directory by atomic rename: each one is a directory event.
+        w.fsWatcher = watch(source.dir, { persistent: false }, () => schedule(key, w));
+        w.fsWatcher.on('error', () => {
+          w.fsWatcher?.close();
+          w.fsWatcher = undefined;
+        });
+      } catch {
+        // No directory yet (or no inotify): the interval still reads it.
+      }
     }
     return w;
   };
 
   return {
-    subscribe(runId, listener) {
-      const w = runs.get(runId) ?? start(runId);
+    subscribe(key, source, listener) {
+      const w = runs.get(key) ?? start(key, source);
       w.listeners.add(listener);
       if (w.report !== undefined) listener(w.report);
       return () => {
         w.listeners.delete(listener);
-        if (w.listeners.size === 0 && runs.get(runId) === w) {
+        if (w.listeners.size === 0 && runs.get(key) === w) {
           stopTimers(w);
           w.fsWatcher?.close();
-          runs.delete(runId);
+          runs.delete(key);
         }
       };
     },
     requestChanged(requestId) {
-      for (const [runId, w] of runs) if (w.requestIds.has(requestId)) schedule(runId, w);
+      for (const [key, w] of runs) if (w.requestIds.has(requestId)) schedule(key, w);
     },
     get watched() {
       return runs.size;

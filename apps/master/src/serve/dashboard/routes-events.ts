@@ -10,7 +10,7 @@ import type { RecordChange } from './change-feed.js';
 import { openEventStream, type EventStream } from './events-stream.js';
 import { blockerView } from './overview.js';
 import { requestPage } from './read-models.js';
-import { readRolloutIfAny, visibleTo } from './rollout-views.js';
+import { findRollout, type FoundRollout } from './rollout-views.js';
 import type { RolloutWatch } from './rollout-watch.js';
 import type { RequestPage } from './timeline.js';
 
@@ -58,10 +58,10 @@ export function registerEventRoutes(app: FastifyInstance, ctx: ServiceContext, r
         operationId: 'events',
         summary: 'The tenant’s record changes as server-sent events (text/event-stream)',
         description:
-          'Events `ready` {} once open, `request` {seq, before, page: {record, timeline, receipt, blocking, reconcilable}, blocker} for every change this service instance commits to a request of the tenant, and with `rollout=<run id>` also `rollout` {report} whenever that rollout’s report changes. Not replayed after a reconnect: reload, then follow. Changes committed by another process on the same store are not sent.',
+          'Events `ready` {} once open, `request` {seq, before, page: {record, timeline, receipt, blocking, reconcilable}, blocker} for every change this service instance commits to a request of the tenant, and with `rollout=<id>` also `rollout` {report} whenever that rollout’s report changes. Not replayed after a reconnect: reload, then follow. Changes committed by another process on the same store are not sent.',
         tags: ['requests'],
         security: [{ bearer: [] }],
-        querystring: z.strictObject({ rollout: z.string().max(64).optional().describe('a rollout run id to follow') }),
+        querystring: z.strictObject({ rollout: z.string().max(64).optional().describe('a rollout to follow: its id (POST /v1/rollouts), or the run id of one run by the CLI') }),
         response: {
           200: { description: 'the event stream', content: { 'text/event-stream': { schema: z.string() } } },
           ...problemResponses('invalid_request', 'unauthorized', 'forbidden', 'not_found', 'unavailable'),
@@ -70,14 +70,12 @@ export function registerEventRoutes(app: FastifyInstance, ctx: ServiceContext, r
     },
     async (request, reply) => {
       let principal: Principal = principalOf(request);
-      const runId = request.query.rollout;
-      if (runId !== undefined) {
-        if (!isRequestId(runId)) throw new ProblemError('invalid_request', 'not a rollout run id');
-        const workspace = ctx.dashboard.rolloutWorkspace;
-        const report = workspace === undefined ? undefined : readRolloutIfAny(workspace, runId);
-        if (rollouts === undefined || report === undefined || !visibleTo(report, principal.tenant, (id) => ctx.tokens().ownerOf(id))) {
-          throw new ProblemError('not_found', 'no such rollout');
-        }
+      const rolloutId = request.query.rollout;
+      let rollout: FoundRollout | undefined;
+      if (rolloutId !== undefined) {
+        if (!isRequestId(rolloutId)) throw new ProblemError('invalid_request', 'not a rollout id');
+        rollout = rollouts === undefined ? undefined : await findRollout(ctx.rollouts, ctx.dashboard.rolloutWorkspace, principal.tenant, rolloutId, (id) => ctx.tokens().ownerOf(id));
+        if (rollout === undefined) throw new ProblemError('not_found', 'no such rollout');
       }
       if (streams.size >= MAX_EVENT_STREAMS) throw new ProblemError('unavailable', 'too many open event streams; retry later', { retryAfterS: 5 });
 
@@ -102,13 +100,14 @@ export function registerEventRoutes(app: FastifyInstance, ctx: ServiceContext, r
         if (minionId === null || ctx.tokens().ownerOf(minionId) !== principal.tenant) return;
         stream.send('request', { seq: change.seq, before: change.before, page: pageOf(change), blocker: blockerView(change.record) });
       });
+      const followed = rollout;
       const unfollow =
-        runId === undefined || rollouts === undefined
+        followed === undefined || rollouts === undefined
           ? () => undefined
-          : rollouts.subscribe(runId, (report) => {
+          : rollouts.subscribe(followed.key, followed.watch, (report) => {
               if (!stillValid()) return stream.close();
-              // Still only the tenant's: a later batch could reach a target of another tenant.
-              if (!visibleTo(report, principal.tenant, (id) => ctx.tokens().ownerOf(id))) return stream.close();
+              // Still only the tenant's: a later batch of a CLI rollout could reach a target of another tenant.
+              if (!followed.stillVisible(report)) return stream.close();
               stream.send('rollout', { report });
             });
       stream.send('ready', {});

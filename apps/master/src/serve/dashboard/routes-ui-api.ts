@@ -9,7 +9,7 @@ import { ProblemError } from '../problems.js';
 import type { Principal } from '../tokens.js';
 import { computeOverview } from './overview.js';
 import { requestPage, targetPage } from './read-models.js';
-import { listVisibleRollouts, readRolloutIfAny, visibleTo } from './rollout-views.js';
+import { findRollout, listVisibleRollouts } from './rollout-views.js';
 
 /*
  * The dashboard's read models under /ui/api: authenticated exactly like the
@@ -47,7 +47,7 @@ export function registerUiApiRoutes(app: FastifyInstance, ctx: ServiceContext): 
   r.get('/ui/api/whoami', { config: { scope: 'read' }, schema: hidden }, (request) => {
     const p = principalOf(request);
     // Who the token is: never the token itself.
-    return { tenant: p.tenant, actor: p.actor, token_id: p.tokenId, scopes: [...p.scopes].sort(), rollouts: workspace !== undefined };
+    return { tenant: p.tenant, actor: p.actor, token_id: p.tokenId, scopes: [...p.scopes].sort(), rollouts: ctx.rollouts.enabled || workspace !== undefined };
   });
 
   r.get('/ui/api/overview', { config: { scope: 'read' }, schema: hidden }, async (request) => {
@@ -105,22 +105,21 @@ export function registerUiApiRoutes(app: FastifyInstance, ctx: ServiceContext): 
     },
   );
 
-  r.get('/ui/api/rollouts', { config: { scope: 'read' }, schema: hidden }, (request) => {
+  r.get('/ui/api/rollouts', { config: { scope: 'read' }, schema: hidden }, async (request) => {
     const p = principalOf(request);
-    if (workspace === undefined) return { items: [], unreadable: 0 };
-    return listVisibleRollouts(workspace, p.tenant, (id) => ctx.tokens().ownerOf(id));
+    return listVisibleRollouts(ctx.rollouts, workspace, p.tenant, (id) => ctx.tokens().ownerOf(id));
   });
 
   r.get(
-    '/ui/api/rollouts/:run_id',
-    { config: { scope: 'read' }, schema: { ...hidden, params: z.strictObject({ run_id: z.string().max(64) }) } },
-    (request) => {
+    '/ui/api/rollouts/:id',
+    { config: { scope: 'read' }, schema: { ...hidden, params: z.strictObject({ id: z.string().max(64) }) } },
+    async (request) => {
       const p = principalOf(request);
-      const runId = request.params.run_id;
-      if (!isRequestId(runId)) throw new ProblemError('invalid_request', 'not a rollout run id');
-      const report = workspace === undefined ? undefined : readRolloutIfAny(workspace, runId);
-      if (report === undefined || !visibleTo(report, p.tenant, (id) => ctx.tokens().ownerOf(id))) throw new ProblemError('not_found', 'no such rollout');
-      return report;
+      const id = request.params.id;
+      if (!isRequestId(id)) throw new ProblemError('invalid_request', 'not a rollout id');
+      const found = await findRollout(ctx.rollouts, workspace, p.tenant, id, (minionId) => ctx.tokens().ownerOf(minionId));
+      if (found === undefined) throw new ProblemError('not_found', 'no such rollout');
+      return { ...found.report, source: found.source };
     },
   );
 }

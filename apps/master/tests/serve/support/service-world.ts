@@ -49,6 +49,8 @@ export function testTokensFile(): unknown {
 export interface ServiceWorld {
   readonly dir: string;
   readonly storeRoot: string;
+  /** The rollout workspace (rollouts asked for over HTTP live under its http/). */
+  readonly rolloutWorkspace: string;
   readonly store: RecordStore;
   readonly standIn: SaltApiStandIn;
   readonly salt: SaltApiClient;
@@ -84,6 +86,7 @@ export async function startServiceWorld(overrides: Partial<ServiceOptions> = {},
   const logFd = openSync(logPath, 'w', 0o600);
   const logger = createMasterLogger({ fd: logFd, level: 'debug' });
   const tokens = tokenRegistry(testTokensFile(), '/test/tokens.json');
+  const rolloutWorkspace = join(dir, 'rollouts');
   const service = await startService({
     store,
     salt,
@@ -98,11 +101,14 @@ export async function startServiceWorld(overrides: Partial<ServiceOptions> = {},
     eventStream: true,
     keyRetentionMs: 24 * 3_600_000,
     unboundLegacy: [],
+    // Quick rounds: the rollout tests wait on conditions, never on these.
+    rollouts: { workspace: rolloutWorkspace, pollIntervalMs: 20, stageTimeoutMs: 30_000 },
     ...overrides,
   });
   return {
     dir,
     storeRoot,
+    rolloutWorkspace,
     store,
     standIn,
     salt,
