@@ -17,7 +17,7 @@ import type { WatchedRollout } from './rollout-watch.js';
  *     is shown to nobody.
  */
 
-export type RolloutSource = 'http' | 'cli';
+type RolloutSource = 'http' | 'cli';
 
 interface RolloutSummary {
   /** What its page is addressed by: the rollout id (http) or the run id (cli). */
@@ -41,7 +41,7 @@ interface RolloutSummary {
 /** At most this many rollouts are listed (the newest). */
 const MAX_LISTED_ROLLOUTS = 50;
 
-export function visibleTo(report: RolloutReport, tenant: string, ownerOf: (minionId: string) => string | undefined): boolean {
+function visibleTo(report: RolloutReport, tenant: string, ownerOf: (minionId: string) => string | undefined): boolean {
   return report.targets.length > 0 && report.targets.every((row) => ownerOf(row.minion_id) === tenant);
 }
 
@@ -66,7 +66,7 @@ function summaryOf(report: RolloutReport, source: RolloutSource): RolloutSummary
 }
 
 /** The report of one run, or undefined when there is no such rollout run (or no workspace yet). */
-export function readRolloutIfAny(workspace: string, runId: string): RolloutReport | undefined {
+function readRolloutIfAny(workspace: string, runId: string): RolloutReport | undefined {
   try {
     return readRollout(workspace, runId);
   } catch (error) {
