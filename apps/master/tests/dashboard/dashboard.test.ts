@@ -157,6 +157,31 @@ describe('the operator dashboard', () => {
     expect(problems).toEqual([]);
   });
 
+  it('works with the keyboard alone: sign in, skip to the content, reach a blocking request and open it', async () => {
+    const watched = await openPage(browser, world.service.address);
+    opened.push(watched);
+    const { page, problems } = watched;
+    await page.goto('/ui/');
+    await page.getByLabel('Bearer token').focus();
+    await page.keyboard.type(TOKENS.acmeRead);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Fleet overview' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string | null>('document.activeElement?.textContent ?? null')).toBe('Skip to the content');
+    await page.keyboard.press('Enter');
+    const target = `request ${idOf(seeded.quarantined)}, blocking ${FLEET.quarantined}`;
+    let reached = false;
+    for (let i = 0; i < 40 && !reached; i += 1) {
+      await page.keyboard.press('Tab');
+      reached = (await page.evaluate<string | null>("document.activeElement?.getAttribute('aria-label') ?? null")) === target;
+    }
+    expect(reached).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/ui/requests/${idOf(seeded.quarantined)}`);
+    await page.getByRole('heading', { name: `Request ${idOf(seeded.quarantined)}` }).waitFor();
+    expect(problems).toEqual([]);
+  });
+
   it('refuses a wrong token at sign-in and forgets the token at sign-out', async () => {
     const watched = await openPage(browser, world.service.address);
     opened.push(watched);
