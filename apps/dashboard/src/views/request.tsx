@@ -18,7 +18,7 @@ const STEP_TITLES: Readonly<Record<TimelineEntry['step'], string>> = {
 };
 
 const STATUS_TEXT: Readonly<Record<TimelineEntry['status'], string>> = {
-  done: 'recorded',
+  done: 'done',
   pending: 'not yet',
   skipped: 'not needed',
   uncertain: 'uncertain',
@@ -32,7 +32,7 @@ function Timeline({ entries }: { readonly entries: readonly TimelineEntry[] }) {
           <div class="step-head">
             <span class="step-title">{STEP_TITLES[entry.step]}</span>
             <span class={`step-status step-status-${entry.status}`}>{STATUS_TEXT[entry.status]}</span>
-            <Time at={entry.at} />
+            {entry.at === null ? entry.status === 'done' || entry.status === 'uncertain' ? <span class="muted">time not kept by the record</span> : null : <Time at={entry.at} />}
           </div>
           <p class="step-summary">{entry.summary}</p>
           <p class="step-source">
@@ -156,7 +156,7 @@ export function RequestView({ id, me, setStatus }: { readonly id: string; readon
       {r.profile === 'custom' ? <p class="note">A custom request: its high data is bound by the digest above and never stored or shown.</p> : null}
       {r.protocol === 1 ? (
         <Section title="Timeline" id="timeline-title">
-          <p class="note">From the record: each step shows the time the record proves, or “not recorded” where a later write replaced it.</p>
+          <p class="note">From the record: each step shows the time the record proves, or says the record did not keep it (a later write replaced it).</p>
           <Timeline entries={page.timeline} />
         </Section>
       ) : null}
