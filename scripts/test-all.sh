@@ -27,6 +27,8 @@ step install-node bash scripts/ensure-node.sh || { node scripts/summarize-tests.
 step install-python bash scripts/ensure-python.sh || { node scripts/summarize-tests.mjs "$results"; exit 1; }
 step install-postgres bash scripts/ensure-postgres.sh || { node scripts/summarize-tests.mjs "$results"; exit 1; }
 step install-strace bash scripts/ensure-strace.sh || { node scripts/summarize-tests.mjs "$results"; exit 1; }
+# Debian's Chromium for the dashboard's browser tests (apps/master/tests/dashboard): never skipped.
+step install-chromium bash scripts/ensure-chromium.sh || { node scripts/summarize-tests.mjs "$results"; exit 1; }
 step build npx nx run-many -t build --outputStyle=static
 step typecheck npx nx run-many -t typecheck --outputStyle=static
 step lint npx nx run-many -t lint --outputStyle=static

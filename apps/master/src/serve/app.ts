@@ -4,6 +4,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, val
 import { randomUUID } from 'node:crypto';
 import { authenticate } from './auth.js';
 import type { ServiceContext } from './context.js';
+import { registerDashboard } from './dashboard/plugin.js';
 import { errorLogFields, toProblem } from './error-mapping.js';
 import { ServiceLogController } from './log-controller.js';
 import { ProblemError, sendProblem } from './problems.js';
@@ -93,5 +94,6 @@ export async function buildApp(ctx: ServiceContext): Promise<FastifyInstance> {
   registerRolloutRoutes(app, ctx);
   registerTargetRoutes(app, ctx);
   registerOpsRoutes(app, ctx);
+  registerDashboard(app, ctx);
   return app;
 }

@@ -1,5 +1,6 @@
 import type { Logger, MasterDeps } from '@oduflow/master-runner';
 import type { RequestRecord } from '@oduflow/protocol';
+import type { DashboardContext } from './dashboard/dashboard-context.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { RolloutService } from './rollout-service.js';
 import type { TokenRegistry } from './tokens.js';
@@ -19,6 +20,8 @@ export interface ServiceContext {
   readonly unboundLegacy: readonly string[];
   /** True once shutdown began: readiness fails, new work is refused. */
   draining(): boolean;
+  /** The operator dashboard (/ui, /v1/events): the change feed, its assets, the rollout workspace. */
+  readonly dashboard: DashboardContext;
   /** Rollouts run in this process (disabled without a rollout workspace). */
   readonly rollouts: RolloutService;
 }

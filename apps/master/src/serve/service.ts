@@ -4,6 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { trackConnections, type ConnectionDrain } from './connection-drain.js';
 import type { ServiceContext } from './context.js';
+import { defaultAssetsDir } from './dashboard/assets.js';
+import { announcingStore, createChangeFeed } from './dashboard/change-feed.js';
+import type { DashboardOptions } from './dashboard/dashboard-context.js';
 import { startLoops, type Loops } from './loops.js';
 import { createServiceMetrics, type ServiceMetrics } from './metrics.js';
 import { createRolloutService, disabledRolloutService, type RolloutServiceOptions } from './rollout-service.js';
@@ -47,6 +50,8 @@ export interface ServiceOptions {
   readonly crashAt?: (point: CrashPoint) => void;
   /** How long a readiness answer about salt-api is reused (ms; default 5000). */
   readonly saltReadinessCacheMs?: number;
+  /** The operator dashboard's settings (its assets, the rollout workspace it reads). */
+  readonly dashboard?: DashboardOptions;
   /** Where and how rollouts run; without it, this instance runs none (the rollout routes answer 503). */
   readonly rollouts?: RolloutServiceOptions | undefined;
 }
@@ -94,8 +99,10 @@ export function saltReadiness(check: () => Promise<string>, cacheMs: number, ans
 }
 
 export async function startService(options: ServiceOptions): Promise<RunningService> {
+  // Every commit of this process goes through the announcing store: the dashboard's live events hear it there.
+  const feed = createChangeFeed((error) => options.logger.error({ code: error instanceof Error ? error.name : 'error' }, 'a change listener failed'));
   const deps: MasterDeps & { logger: Logger } = {
-    store: options.store,
+    store: announcingStore(options.store, feed),
     salt: options.salt,
     logger: options.logger,
     callTimeoutMs: options.callTimeoutMs,
@@ -127,6 +134,12 @@ export async function startService(options: ServiceOptions): Promise<RunningServ
     ),
     unboundLegacy: options.unboundLegacy,
     draining: () => draining,
+    dashboard: {
+      feed,
+      assetsDir: options.dashboard?.assetsDir === null ? undefined : (options.dashboard?.assetsDir ?? defaultAssetsDir()),
+      // The dashboard reads the rollouts where this service runs them (the CLI's workspace by default).
+      rolloutWorkspace: options.dashboard?.rolloutWorkspace ?? options.rollouts?.workspace,
+    },
     rollouts,
   };
 

@@ -38,6 +38,7 @@ describe('GET /openapi.json', () => {
         '/healthz',
         '/metrics',
         '/readyz',
+        '/v1/events',
         '/v1/requests',
         '/v1/requests/{id}',
         '/v1/requests/{id}/reconcile',
@@ -46,6 +47,9 @@ describe('GET /openapi.json', () => {
         '/v1/targets/{minion_id}',
       ].sort(),
     );
+    const events = document.paths['/v1/events']?.['get'];
+    expect(events?.security).toEqual([{ bearer: [] }]);
+    expect(Object.keys(events?.responses['200']?.content ?? {})).toEqual(['text/event-stream']);
     const create = document.paths['/v1/requests']?.['post'];
     expect(create?.security).toEqual([{ bearer: [] }]);
     expect(create?.requestBody).toBeDefined();
