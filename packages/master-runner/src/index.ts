@@ -44,7 +44,7 @@ export type {
   SaltFleetClient,
 } from './salt-client.js';
 export { createSaltApiClient, type SaltApiClient, type SaltApiClientOptions } from './salt-api-client.js';
-export { readPrivatePasswordFile } from './credentials.js';
+export { readPrivateFile, readPrivatePasswordFile } from './credentials.js';
 export { jidForInstant, nextJid } from './jid.js';
 export { REDACTED_PATHS, createMasterLogger, silentLogger, type Logger, type LoggerOptions } from './logger.js';
 export { DEFAULT_CALL_TIMEOUT_MS, resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /*
  * The Idempotency-Key request header (IETF httpapi draft): a Structured
  * Field sf-string (`"…"`: printable ASCII, with `\"` and `\\` as the only
@@ -8,6 +10,15 @@
  */
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+/**
+ * The header as a route declares it (and /openapi.json shows it). Only its
+ * presence is checked there — a missing key is a headers validation error,
+ * mapped to invalid_idempotency_key; the handler parses it.
+ */
+export const IdempotencyKeyHeadersSchema = z.object({
+  'idempotency-key': z.string().describe('an sf-string ("…") or a token of visible ASCII, 1-255 characters after unquoting'),
+});
 
 export type KeyParse =
   | { readonly ok: true; readonly key: string }

@@ -2,11 +2,10 @@ import { MasterRunnerError, admit, isRecordId, reconcile, type AdmissionResult }
 import { ProtocolError, canonicalJson, type RequestRecord, type RequestState } from '@oduflow/protocol';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { principalOf, requireScope } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { keyProblemDetail, parseIdempotencyKey } from './idempotency-key.js';
+import { IdempotencyKeyHeadersSchema, keyProblemDetail, parseIdempotencyKey } from './idempotency-key.js';
 import { ProblemError, problemResponses } from './problems.js';
 import {
   CreateRequestBodySchema,
@@ -87,10 +86,7 @@ export function registerRequestRoutes(app: FastifyInstance, ctx: ServiceContext)
           'Records the request, binds the Idempotency-Key and puts it in the outbox in one atomic step; the relay publishes it once. 202 with the record and a Location for an admitted request and for one the minion refused at its capability check (state rejected, terminal). The same key with the same content answers the same request with `Idempotent-Replayed: true`. Keys are scoped by tenant, actor and action and kept at least 24 hours. A custom profile needs the dispatch:custom scope too.',
         tags: ['requests'],
         security,
-        headers: z.object({
-          // Only its presence is checked here (a missing key is a headers validation error, mapped to invalid_idempotency_key); the handler parses it.
-          'idempotency-key': z.string().describe('an sf-string ("…") or a token of visible ASCII, 1-255 characters after unquoting'),
-        }),
+        headers: IdempotencyKeyHeadersSchema,
         body: CreateRequestBodySchema,
         response: {
           202: { description: 'admitted (or rejected by the minion’s capability check); Location names the request', content: { 'application/json': { schema: RecordViewSchema } } },

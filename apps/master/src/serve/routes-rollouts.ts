@@ -1,11 +1,10 @@
 import { isRequestId } from '@oduflow/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { principalOf, requireScope } from './auth.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { keyProblemDetail, parseIdempotencyKey } from './idempotency-key.js';
+import { IdempotencyKeyHeadersSchema, keyProblemDetail, parseIdempotencyKey } from './idempotency-key.js';
 import { ProblemError, problemResponses } from './problems.js';
 import {
   CreateRolloutBodySchema,
@@ -47,9 +46,7 @@ export function registerRolloutRoutes(app: FastifyInstance, ctx: ServiceContext)
           'Validates the rollout, binds the Idempotency-Key to it and starts it in the background of this instance; 202 once its first checkpoint is durable, with its report and a Location. Each target is dispatched through the normal protocol under a request id derived from the rollout, so nothing is ever applied twice. The same key with the same rollout (profile, target set, batch size, budget, mode, state data digest) answers the same rollout with `Idempotent-Replayed: true`, also once it has finished; other content is 422; while the first is still being started, 409. Keys are scoped by tenant and actor and kept as long as the rollout (at least 24 hours). A custom profile needs the dispatch:custom scope too.',
         tags: ['rollouts'],
         security,
-        headers: z.object({
-          'idempotency-key': z.string().describe('an sf-string ("…") or a token of visible ASCII, 1-255 characters after unquoting'),
-        }),
+        headers: IdempotencyKeyHeadersSchema,
         body: CreateRolloutBodySchema,
         response: {
           202: { description: 'started (or the rollout this key already started); Location names it', content: { 'application/json': { schema: RolloutViewSchema } } },

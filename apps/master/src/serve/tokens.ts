@@ -1,8 +1,7 @@
-import { MasterRunnerError } from '@oduflow/master-runner';
+import { MasterRunnerError, readPrivateFile } from '@oduflow/master-runner';
 import { isMinionId, isSha256Hex } from '@oduflow/protocol';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { readPrivateFile } from './private-file.js';
 
 /*
  * Who may call the service: the tokens file (private, 0600, owned by the
