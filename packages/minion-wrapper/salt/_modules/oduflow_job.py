@@ -1,7 +1,7 @@
 """
 oduflow_job: managed state applies with durable, JID-bound minion receipts.
 
-Protocol 1, module 1.1.0 (docs/wire-contract.md, docs/protocol-rules.md). The
+Protocol 1, module 1.1.1 (docs/wire-contract.md, docs/protocol-rules.md). The
 master publishes ``oduflow_job.run(request_id, profile, state_data_json)`` once
 under a JID it chose and persisted; this module claims the publication on
 disk, runs the state, and commits a reduced receipt before control returns to
@@ -54,7 +54,7 @@ try:
 except ImportError:  # not Linux: __virtual__ keeps the module unloaded
     fcntl = None
 
-__version__ = "1.1.0"
+__version__ = "1.1.1"
 __virtualname__ = "oduflow_job"
 
 log = logging.getLogger(__name__)
