@@ -16,6 +16,8 @@ The module imported by path; forked workers and pollers, real flocks, each
 paused at the exact point of the race through a pipe.
 """
 
+import contextlib
+import fcntl
 import os
 
 from conftest import collect, fork_and_run, marker_count, new_jid, new_uuid
@@ -124,19 +126,14 @@ def test_status_between_a_refusals_two_writes_answers_the_refusal_not_running(lo
         m.STATUS_REFUSAL_WAIT_SECONDS = 20.0
         original_probe = m._Store.probe_lock
 
+        @contextlib.contextmanager
         def probe_lock(store, name):
-            context = original_probe(store, name)
-            busy = context.__enter__()
-            if busy:
-                os.write(probed_write, b"x")  # the refuser's lock is seen busy at least once
-            try:
+            with original_probe(store, name) as busy:
+                if busy:
+                    os.write(probed_write, b"x")  # the refuser's lock is seen busy at least once
                 yield busy
-            finally:
-                context.__exit__(None, None, None)
 
-        import contextlib
-
-        m._Store.probe_lock = contextlib.contextmanager(probe_lock)
+        m._Store.probe_lock = probe_lock
         return status(m, request_id, jid)
 
     polling = fork_and_run(poller)
@@ -161,9 +158,6 @@ class Died(BaseException):
 
 def test_status_waits_for_an_index_alone_only_within_its_bound_then_answers_running(loaded_module):
     """A lock that stays busy past the bound is a living worker: running, never a hang, never unknown."""
-    import contextlib
-    import fcntl
-
     m = loaded_module
     request_id, jid = new_uuid(), new_jid()
 
