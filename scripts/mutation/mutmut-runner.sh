@@ -10,11 +10,13 @@ mkdir -p reports/mutation
 if [ "${ODUFLOW_MUTMUT_CRASH_STATES:-0}" = 1 ]; then
   # The store's own suite, then two sequences that between them make every durable write
   # (a new store, claim, receipt; a refusal record), smoke-sized.
-  "$root/.venv/bin/python" -m pytest -x -q -p no:cacheprovider --no-header packages/minion-wrapper/tests/test_run_and_store.py >>"$root/reports/mutation/mutmut-runner.log" 2>&1
+  "$root/.venv/bin/python" -m pytest -x -q -p no:cacheprovider --no-header packages/minion-wrapper/tests/test_run_and_store.py \
+    packages/minion-wrapper/tests/test_duplicate_and_refusal_races.py >>"$root/reports/mutation/mutmut-runner.log" 2>&1
   cd packages/test-harness
   npx vitest run tests/crash-states.minion.test.ts --typecheck.enabled=false --reporter=dot \
     -t 'first apply on a new store|refusal record \(forbidden option\)' >>"$root/reports/mutation/mutmut-runner.log" 2>&1
 else
   "$root/.venv/bin/python" -m pytest -x -q -p no:cacheprovider --no-header \
-    packages/minion-wrapper/tests/test_validation.py packages/minion-wrapper/tests/test_run_and_store.py >>"$root/reports/mutation/mutmut-runner.log" 2>&1
+    packages/minion-wrapper/tests/test_validation.py packages/minion-wrapper/tests/test_run_and_store.py \
+    packages/minion-wrapper/tests/test_duplicate_and_refusal_races.py >>"$root/reports/mutation/mutmut-runner.log" 2>&1
 fi

@@ -13,6 +13,7 @@ written) and R2 (refusal record committed, not returned) are the seams of a
 refusal, here one for a publication that carries an executor option.
 """
 
+import contextlib
 import os
 import signal
 
@@ -274,4 +275,102 @@ in-parallel:
     request_id, jid = new_uuid(), new_jid()
     kill_worker_at(minion, "R2", request_id, jid)
     assert minion.status(request_id, jid, "configure") == (refused(minion, request_id, jid, "parallel_refused"), 0)
+    assert marker_count(case.marker) == 0
+
+
+def test_a_duplicated_publication_between_the_first_deliverys_two_locks_neither_refuses_nor_runs_twice(minion, case):
+    """Salt delivers one publication twice: the twin is a plain error, the first applies once (module 1.1.1)."""
+    request_id, jid = new_uuid(), new_jid()
+    held_read, held_write = os.pipe()
+    go_read, go_write = os.pipe()
+
+    def first_delivery():
+        store_class = minion.globals["_Store"]
+        original_lock = store_class.lock
+        taken = []
+
+        def lock(store, name, blocking):
+            if taken:  # one lock held, the second not yet: let the twin run now
+                os.write(held_write, b"x")
+                os.read(go_read, 1)
+            fd = original_lock(store, name, blocking)
+            taken.append(name)
+            return fd
+
+        store_class.lock = lock
+        return minion.run(request_id, "configure", jid=jid)
+
+    def twin():
+        minion.globals["_REFUSAL_LOCK_ATTEMPTS"] = 3
+        return minion.run(request_id, "configure", jid=jid)
+
+    first = fork_and_run(first_delivery)
+    os.close(held_write)
+    os.close(go_read)
+    assert os.read(held_read, 1) == b"x", "the first delivery never took its first lock"
+    twin_status, (twin_answer, twin_retcode) = collect(*fork_and_run(twin))
+    os.write(go_write, b"x")
+    first_status, (answer, retcode) = collect(*first)
+    os.close(held_read)
+    os.close(go_write)
+    assert os.WIFEXITED(twin_status) and os.WIFEXITED(first_status)
+    assert twin_answer.get("error") == "execution_busy" and twin_retcode == 1, twin_answer
+    expected = answer_for(minion, request_id, jid, "succeeded", 2, 2)
+    assert (answer, retcode) == (expected, 0)
+    assert minion.status(request_id, jid, "configure") == (expected, 0)
+    assert marker_count(case.marker) == 1
+
+
+def test_status_asked_between_a_refusals_two_writes_answers_refused_not_running(minion, case):
+    """A poll that lands between a refusal's JID index and its record waits for the record (module 1.1.1)."""
+    request_id, jid = new_uuid(), new_jid()
+    indexed_read, indexed_write = os.pipe()
+    go_read, go_write = os.pipe()
+
+    def refuser():
+        store_class = minion.globals["_Store"]
+        original_write = store_class.write
+
+        def write(store, subdir, name, value, owner):
+            if subdir == "requests":  # the JID index is committed, the refusal record is not
+                os.write(indexed_write, b"x")
+                os.read(go_read, 1)
+            return original_write(store, subdir, name, value, owner)
+
+        store_class.write = write
+        return minion.publish("oduflow_job.run", [request_id, "configure", ""], jid, load=OPTION)
+
+    refusing = fork_and_run(refuser)
+    os.close(indexed_write)
+    os.close(go_read)
+    assert os.read(indexed_read, 1) == b"x", "the refuser never wrote its JID index"
+    probed_read, probed_write = os.pipe()
+
+    def poller():
+        minion.globals["STATUS_REFUSAL_WAIT_SECONDS"] = 20.0  # what status waits for, not how long
+        store_class = minion.globals["_Store"]
+        original_probe = store_class.probe_lock
+
+        @contextlib.contextmanager
+        def probe_lock(store, name):
+            with original_probe(store, name) as busy:
+                if busy:
+                    os.write(probed_write, b"x")
+                yield busy
+
+        store_class.probe_lock = probe_lock
+        return minion.status(request_id, jid, "configure")
+
+    polling = fork_and_run(poller)
+    os.close(probed_write)
+    assert os.read(probed_read, 1) == b"x", "status never found the request lock busy"
+    os.write(go_write, b"x")  # only now is the refusal record written and the lock released
+    refuser_status, refusal = collect(*refusing)
+    poller_status, answered = collect(*polling)
+    for fd in (indexed_read, go_write, probed_read):
+        os.close(fd)
+    assert os.WIFEXITED(refuser_status) and os.WIFEXITED(poller_status)
+    expected = refused(minion, request_id, jid, "forbidden_option")
+    assert refusal == [expected, 1]
+    assert answered == [expected, 0]
     assert marker_count(case.marker) == 0

@@ -89,7 +89,7 @@ def test_capabilities_report_a_ready_minion_with_the_digest_of_the_loaded_file(l
 
     assert loaded_module.capabilities() == {
         "protocol": 1,
-        "module_version": "1.1.0",
+        "module_version": "1.1.1",
         "salt_version": "3006.27",
         "module_sha256": hashlib.sha256(MODULE_PATH.read_bytes()).hexdigest(),
         "ready": True,

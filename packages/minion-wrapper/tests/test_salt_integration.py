@@ -91,7 +91,7 @@ def test_capabilities_answer_ready_with_the_digest_of_the_file_salt_loaded(minio
     answer, retcode = minion.publish("oduflow_job.capabilities", [], new_jid())
     assert answer == {
         "protocol": 1,
-        "module_version": "1.1.0",
+        "module_version": "1.1.1",
         "salt_version": "3006.27",
         "module_sha256": hashlib.sha256(MODULE_PATH.read_bytes()).hexdigest(),
         "ready": True,

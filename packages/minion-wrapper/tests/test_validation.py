@@ -41,7 +41,7 @@ def receipt(**changes):
 def test_the_module_version_is_readable_by_the_documented_regex():
     text = MODULE_PATH.read_text()
     found = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
-    assert found and found.group(1) == m.__version__ == "1.1.0"
+    assert found and found.group(1) == m.__version__ == "1.1.1"
 
 
 def test_the_module_imports_no_salt_at_import_time():

@@ -1,7 +1,7 @@
 """
 oduflow_job: managed state applies with durable, JID-bound minion receipts.
 
-Protocol 1, module 1.1.0 (docs/wire-contract.md, docs/protocol-rules.md). The
+Protocol 1, module 1.1.1 (docs/wire-contract.md, docs/protocol-rules.md). The
 master publishes ``oduflow_job.run(request_id, profile, state_data_json)`` once
 under a JID it chose and persisted; this module claims the publication on
 disk, runs the state, and commits a reduced receipt before control returns to
@@ -54,7 +54,7 @@ try:
 except ImportError:  # not Linux: __virtual__ keeps the module unloaded
     fcntl = None
 
-__version__ = "1.1.0"
+__version__ = "1.1.1"
 __virtualname__ = "oduflow_job"
 
 log = logging.getLogger(__name__)
@@ -127,11 +127,21 @@ MAX_STORE_FILE_BYTES = 4096
 # A record is replaced at most twice (claim, receipt); a read that keeps losing
 # the race with a rename is not reading a store this module writes.
 _READ_ATTEMPTS = 5
-# A refusal takes the request lock without waiting on a living worker of the
-# same request; it only outlasts a status probe or a temp-file sweep, which
-# hold the lock (shared) for a few reads.
+# run takes the request lock without waiting on a living worker of the same
+# request; it only outlasts a status probe or a temp-file sweep, which hold
+# the lock (shared) for a few reads, or a refusal's two atomic writes.
 _REFUSAL_LOCK_ATTEMPTS = 200
 _REFUSAL_LOCK_PAUSE = 0.01
+# How long status waits when it finds a JID index without a record under a
+# busy request lock, for that record or the lock. A refusal holds the lock
+# only across its two atomic writes, an apply's claim reaches its running
+# record just as fast and then holds the lock for the whole run. Past the
+# bound status answers running; should a refusal record still follow, the
+# master quarantines the request (refused after running) and an operator
+# looks: a bound too short costs a human a look, never a second apply, and
+# never a false unknown or not_started.
+STATUS_REFUSAL_WAIT_SECONDS = 0.25
+_STATUS_REFUSAL_PAUSE = 0.005
 
 # Every state call is synchronous, in this process, never queued, never
 # beside another state run, never in test mode, never publishing per-state
@@ -1396,16 +1406,33 @@ def _run(request_id, profile, state_data_json, kwargs):
         raise
     reason = _runtime_refusal() if plain else "forbidden_option"
     with _Store.open(_store_root(), create=True) as store:
-        if reason is not None:
-            return _refuse(store, binding, reason)
+        # Lock order: the request lock first, then the execution lock, each
+        # attempt non-blocking, so no process ever waits on a lock while it
+        # holds another (no cycle). Taking the request lock first means a
+        # duplicate delivery of this publication can never mistake its own
+        # twin, between two lock acquisitions, for another apply: whoever
+        # holds this request's lock is a worker of this very request.
         try:
-            execution_lock = store.lock("execution.lock", blocking=False)
+            request_lock = store.lock_without_waiting_on_a_worker(binding["request_id"] + ".lock")
         except BlockingIOError:
-            return _refuse(store, binding, "execution_busy")
+            # A living worker of this request answers for it: record nothing.
+            refusal = reason or "execution_busy"
+            raise ProtocolError(refusal, _REFUSAL_MESSAGES[refusal]) from None
         try:
-            return _apply(store, binding, high_data)
+            if reason is not None:
+                return _refuse(store, binding, reason)
+            try:
+                execution_lock = store.lock("execution.lock", blocking=False)
+            except BlockingIOError:
+                # Held by a worker of another request (every holder took its
+                # own request lock first): busy for good for this JID.
+                return _refuse(store, binding, "execution_busy")
+            try:
+                return _apply(store, binding, high_data)
+            finally:
+                os.close(execution_lock)
         finally:
-            os.close(execution_lock)
+            os.close(request_lock)
 
 
 def _run_binding(request_id, profile, state_data_json, jid):
@@ -1420,32 +1447,28 @@ def _run_binding(request_id, profile, state_data_json, jid):
 
 
 def _apply(store, binding, high_data):
-    """Under the execution lock: claim, run the state, commit the receipt (or refuse a parallel role)."""
+    """Holding both locks: claim, run the state, commit the receipt (or refuse a parallel role)."""
     request_id = binding["request_id"]
-    request_lock = store.lock(request_id + ".lock", blocking=True)
-    try:
-        store.remove_stale_temps(request_id)
-        index, record = _read_evidence(store, binding)
-        if index is not None or record is not None:
-            return _answer_from_evidence(record)
-        apply = _ManagedApply(store, binding, __opts__["cachedir"])
-        result = _call_state(apply, high_data)
-        if apply.failure is not None:
-            raise apply.failure
-        if apply.refusal is not None:
-            return apply.refusal
-        if not apply.claimed:
-            # The run ended before any chunk existed (render or compile error,
-            # a conflicting state job): no state ran; the claim still precedes
-            # the receipt, which says unknown.
-            apply.claim()
-        _crash_point("M5")
-        receipt = {"protocol": PROTOCOL, **binding, **_reduce_state_result(result)}
-        store.write("requests", request_id + ".json", receipt, request_id)
-        _crash_point("M6")
-        return receipt
-    finally:
-        os.close(request_lock)
+    store.remove_stale_temps(request_id)
+    index, record = _read_evidence(store, binding)
+    if index is not None or record is not None:
+        return _answer_from_evidence(record)
+    apply = _ManagedApply(store, binding, __opts__["cachedir"])
+    result = _call_state(apply, high_data)
+    if apply.failure is not None:
+        raise apply.failure
+    if apply.refusal is not None:
+        return apply.refusal
+    if not apply.claimed:
+        # The run ended before any chunk existed (render or compile error,
+        # a conflicting state job): no state ran; the claim still precedes
+        # the receipt, which says unknown.
+        apply.claim()
+    _crash_point("M5")
+    receipt = {"protocol": PROTOCOL, **binding, **_reduce_state_result(result)}
+    store.write("requests", request_id + ".json", receipt, request_id)
+    _crash_point("M6")
+    return receipt
 
 
 def _answer_from_evidence(record):
@@ -1459,23 +1482,11 @@ def _answer_from_evidence(record):
 
 
 def _refuse(store, binding, reason):
-    """Refuse a valid publication for good, unless it already left evidence.
-
-    Takes the request lock without waiting on a living worker of the same
-    request (it holds the lock for its whole apply and will answer itself):
-    then nothing is recorded here and the refusal is a plain error.
-    """
-    try:
-        request_lock = store.lock_without_waiting_on_a_worker(binding["request_id"] + ".lock")
-    except BlockingIOError:
-        raise ProtocolError(reason, _REFUSAL_MESSAGES[reason]) from None
-    try:
-        index, record = _read_evidence(store, binding)
-        if index is not None or record is not None:
-            return _answer_from_evidence(record)
-        return _commit_refusal(store, binding, reason)
-    finally:
-        os.close(request_lock)
+    """Under the request lock: refuse a valid publication for good, unless it already left evidence."""
+    index, record = _read_evidence(store, binding)
+    if index is not None or record is not None:
+        return _answer_from_evidence(record)
+    return _commit_refusal(store, binding, reason)
 
 
 def _commit_refusal(store, binding, reason):
@@ -1548,21 +1559,33 @@ def _status(request_id, jid, profile, state_digest, kwargs):
         return answer
     with store:
         index, record = _read_evidence(store, binding)
-        if record is not None and record["status"] in FINAL_STATUSES:
-            return record
         if index is None and record is None:
             return answer
-        # A claim without a terminal receipt. The worker holds the request
-        # lock from before its claim until after its terminal commit, so a
-        # busy lock means it is alive. A free lock may also mean it committed
-        # and released since the read above: re-read under the lock (held
-        # shared, so no worker can start in between) before answering unknown.
-        with store.probe_lock(binding["request_id"] + ".lock") as busy:
-            if busy:
-                answer["status"] = "running"
-                return answer
-            _index, record = _read_evidence(store, binding)
+        deadline = time.monotonic() + STATUS_REFUSAL_WAIT_SECONDS
+        while True:
             if record is not None and record["status"] in FINAL_STATUSES:
                 return record
-    answer["status"] = "unknown"
-    return answer
+            # Evidence without a final record. The worker holds the request
+            # lock from before its first write until after its last, so a
+            # busy lock means it is alive. A free lock may also mean it
+            # committed and released since the read above: re-read under the
+            # lock (held shared, so no worker can start in between) before
+            # answering unknown.
+            with store.probe_lock(binding["request_id"] + ".lock") as busy:
+                if not busy:
+                    _index, record = _read_evidence(store, binding)
+                    if record is not None and record["status"] in FINAL_STATUSES:
+                        return record
+                    answer["status"] = "unknown"
+                    return answer
+            # A running claim under a busy lock is an apply: running. A JID
+            # index alone under a busy lock is a worker between its first two
+            # writes, and a refusal's second write may be its refusal record:
+            # answering running now and refused a moment later would make the
+            # master quarantine a request that never ran. Wait for the record
+            # or the lock, within the bound (see STATUS_REFUSAL_WAIT_SECONDS).
+            if record is not None or time.monotonic() >= deadline:
+                answer["status"] = "running"
+                return answer
+            time.sleep(_STATUS_REFUSAL_PAUSE)
+            _index, record = _read_evidence(store, binding)

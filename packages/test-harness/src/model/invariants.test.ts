@@ -55,4 +55,22 @@ describe('the model invariants', () => {
     expect(refused.state).toBe('rejected');
     expect(stateViolation(state({ records: [refused, null], executions: [1, 0] }))?.invariant).toBe('a request released as refused never ran');
   });
+
+  it('catch an execution_busy refusal decided while only the request\'s own twin held the execution lock', () => {
+    const twin = { r: 0, phase: 'exec_locked', exec: true, result: null, reason: null } as const;
+    const arrived = { r: 0, phase: 'arrived', exec: false, result: null, reason: null } as const;
+    const deciding = { ...arrived, phase: 'R1', reason: 'execution_busy' } as const;
+    const before = state({ jobs: [arrived, twin] });
+    expect(stepViolation(before, { ...before, jobs: [deciding, twin] })?.invariant).toBe('execution_busy only while another request holds the execution lock');
+    const other = { r: 1, phase: 'M4', exec: true, result: null, reason: null } as const;
+    const busy = state({ jobs: [arrived, other] });
+    expect(stepViolation(busy, { ...busy, jobs: [deciding, other] })).toBeUndefined();
+  });
+
+  it('catch a request quarantined because the minion refused it after answering running', () => {
+    const running = observed(0, wireAnswer(0, 'running'));
+    const contradicted = applied(running, { type: 'observed', at: AT, answer: wireAnswer(0, 'refused', undefined, 'not_ready') as never });
+    expect(contradicted.state).toBe('quarantined');
+    expect(stateViolation(state({ records: [contradicted, null] }))?.invariant).toBe('the minion never answers running for a request it then refuses');
+  });
 });

@@ -90,6 +90,32 @@ export const INVARIANTS: readonly Invariant[] = [
         return record?.state === 'rejected' && record.reason?.code === 'refused' && (s.executions[r] as number) > 0 ? `request ${r + 1} is released as refused but its state ran` : undefined;
       }),
   },
+  {
+    // A refusal is evidence (DESIGN §4): `execution_busy` must be true when decided, never a job's own twin.
+    name: 'execution_busy only while another request holds the execution lock',
+    kind: 'step',
+    check: (s, before) =>
+      before === undefined
+        ? undefined
+        : firstOf(s.evidence.length, (r) => {
+            const deciding = (state: ModelState) => state.jobs.filter((job) => job.r === r && job.phase === 'R1' && job.reason === 'execution_busy').length;
+            if (deciding(s) <= deciding(before) || before.jobs.some((job) => job.exec && job.r !== r)) return undefined;
+            const own = before.jobs.some((job) => job.exec && job.r === r);
+            return `request ${r + 1} was refused execution_busy while ${own ? `only its own twin (a delivery of request ${r + 1})` : 'no job'} held the execution lock`;
+          }),
+  },
+  {
+    // A minion writes a refusal only where no claim exists, so a refusal after `running` is its own contradiction.
+    name: 'the minion never answers running for a request it then refuses',
+    kind: 'state',
+    check: (s) =>
+      firstOf(s.records.length, (r) => {
+        const record = s.records[r];
+        if (record?.state !== 'quarantined' || record.reason?.code !== 'refused_after_running') return undefined;
+        const ran = s.executions[r] as number;
+        return `request ${r + 1} was answered running, then refused: the master quarantined ${ran === 0 ? 'a request that never ran' : `a request whose state ran ${ran} times`}`;
+      }),
+  },
 ];
 
 export interface Violation {

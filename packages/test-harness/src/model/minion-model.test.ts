@@ -37,7 +37,7 @@ describe('the minion abstraction', () => {
     ];
     for (const [what, state, status] of rows) {
       const answer = statusAnswer(state, 0);
-      expect(answer.status, what).toBe(status);
+      expect(answer?.status, what).toBe(status);
       expect(parseStatusAnswer(answer, BINDING).status, what).toBe(status);
     }
   });
@@ -63,6 +63,32 @@ describe('the minion abstraction', () => {
     s = advance(s, 2);
     expect(s.jobs).toStrictEqual([]);
     expect(s.executions).toStrictEqual([0]);
-    expect(statusAnswer(s, 0).status).toBe('unknown');
+    expect(statusAnswer(s, 0)?.status).toBe('unknown');
+  });
+
+  it('makes status wait while a JID index alone sits under a living request lock, then answers the refusal that follows', () => {
+    const refusing = { r: 0, phase: 'R1_index', exec: false, result: null, reason: 'not_ready' } as const;
+    const between = withEvidence(true, null, [refusing]);
+    expect(statusAnswer(between, 0)).toBeNull();
+    const asked: ModelState = { ...between, messages: [{ kind: 'ask', w: 0, r: 0 }] };
+    expect(minionSteps(asked, CONFIG).filter((step) => step.action.startsWith('answers status'))).toStrictEqual([]);
+    const committed = advance(asked, 1);
+    expect(committed.evidence[0]?.record?.status).toBe('refused');
+    expect(statusAnswer(committed, 0)?.status).toBe('refused');
+    // Module 1.1.0 answered at once, and wrongly.
+    expect(statusAnswer(between, 0, 'status_running_between_refusal_writes')?.status).toBe('running');
+  });
+
+  it('takes the request lock before the execution lock, so a duplicate of a living job records nothing', () => {
+    let s = delivered(delivered(start, 0), 0);
+    const [first] = minionSteps(s, CONFIG).filter((step) => step.action === 'takes the request lock');
+    s = (first as NonNullable<typeof first>).next;
+    expect(s.jobs.map((job) => job.phase).sort()).toStrictEqual(['arrived', 'request_locked']);
+    const duplicate = minionSteps(s, CONFIG).filter((step) => step.action.startsWith('finds the request lock held'));
+    expect(duplicate).toHaveLength(1);
+    const after = (duplicate[0] as (typeof duplicate)[number]).next;
+    expect(after.jobs.map((job) => job.phase)).toStrictEqual(['request_locked']);
+    expect(after.evidence).toStrictEqual(s.evidence);
+    expect(after.messages).toStrictEqual([]);
   });
 });

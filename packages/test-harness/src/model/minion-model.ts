@@ -1,14 +1,17 @@
 import { PROTOCOL_VERSION, type RefusalReason, type TerminalStatus, reduceStateResult } from '@oduflow/protocol';
-import { JIDS, type Job, MINION_ID, type MinionRecord, type ModelState, REQUEST_IDS, type ModelConfig, replaced, withItem, withoutIndex } from './model-state.js';
+import { type BrokenVariant, JIDS, type Job, MINION_ID, type MinionRecord, type ModelState, REQUEST_IDS, type ModelConfig, replaced, withItem, withoutIndex } from './model-state.js';
 import type { Step } from './step.js';
 
 /*
- * A small abstraction of oduflow_job.py: what `run` writes, in which order,
- * under which locks (DESIGN §4, the module's `_run`, `_apply`, `_refuse`,
- * `_commit_refusal`), and what `status` answers from that evidence (the
- * DESIGN §4 table, the module's `_status`). Each atomic write is one step,
- * so a job can be killed (SIGKILL) between any two: M1-M6 and R1-R2 of
- * DESIGN §6. Locks are kernel flocks: a killed job releases them.
+ * A small abstraction of oduflow_job.py (module 1.1.1): what `run` writes,
+ * in which order, under which locks (DESIGN §4, the module's `_run`,
+ * `_apply`, `_refuse`, `_commit_refusal`: the request lock first, then the
+ * execution lock), and what `status` answers from that evidence (the DESIGN
+ * §4 table, the module's `_status`, which waits out a JID index alone under
+ * a busy request lock). Each atomic write is one step, so a job can be
+ * killed (SIGKILL) between any two: M1-M6 and R1-R2 of DESIGN §6. Locks are
+ * kernel flocks: a killed job releases them. Module 1.1.0's lock order and
+ * status are kept as broken variants.
  */
 
 /** What `state.sls` returned, per outcome, reduced by the protocol's own reduction. */
@@ -39,7 +42,7 @@ export function receiptFor(r: number, result: TerminalStatus): MinionRecord {
   return wireAnswer(r, reduced.status, { passed: reduced.passed, total: reduced.total });
 }
 
-const REQUEST_LOCKED: ReadonlySet<Job['phase']> = new Set(['M1', 'M2', 'M3', 'M4', 'M5', 'M6', 'R1', 'R1_index', 'R2']);
+const REQUEST_LOCKED: ReadonlySet<Job['phase']> = new Set(['request_locked', 'M1', 'M2', 'M3', 'M4', 'M5', 'M6', 'R1', 'R1_index', 'R2']);
 
 /** A live job of request `r` holds its request lock. */
 function requestLockHeld(state: ModelState, r: number): boolean {
@@ -55,12 +58,22 @@ function isFinal(record: MinionRecord | null): record is MinionRecord & { readon
   return record !== null && ['succeeded', 'failed', 'unknown', 'refused'].includes(record.status);
 }
 
-/** `oduflow_job.status` for request `r` (DESIGN §4 table). */
-export function statusAnswer(state: ModelState, r: number): MinionRecord {
+/**
+ * `oduflow_job.status` for request `r` (DESIGN §4 table), or null while it
+ * waits: a JID index alone under a busy request lock is a worker between
+ * its first two writes, and the second may be a refusal record, so status
+ * waits for the record or the lock. The module bounds that wait (250 ms)
+ * by far more than two atomic writes take; the model assumes the writes
+ * finish within it (past it the module answers `running`, and a refusal
+ * that still followed would be quarantined: the broken variant shows that).
+ */
+export function statusAnswer(state: ModelState, r: number, variant?: BrokenVariant): MinionRecord | null {
   const { index, record } = state.evidence[r] as ModelState['evidence'][number];
   if (isFinal(record)) return record; // an exact receipt, or the refusal with its reason
   if (!index && record === null) return wireAnswer(r, 'not_started');
-  return wireAnswer(r, requestLockHeld(state, r) ? 'running' : 'unknown');
+  if (!requestLockHeld(state, r)) return wireAnswer(r, 'unknown');
+  if (record === null && variant !== 'status_running_between_refusal_writes') return null;
+  return wireAnswer(r, 'running');
 }
 
 function jobAt(state: ModelState, i: number): Job {
@@ -98,9 +111,10 @@ function hasEvidence(state: ModelState, r: number): boolean {
 }
 
 /**
- * `_refuse`: take the request lock without waiting on a living worker; when
- * it is held, give up with a plain error (nothing recorded); else refuse
- * from the evidence, or decide a refusal (R1) when there is none.
+ * Module 1.1.0's `_refuse` (the variant that takes the execution lock
+ * first): take the request lock without waiting on a living worker; when it
+ * is held, give up with a plain error (nothing recorded); else refuse from
+ * the evidence, or decide a refusal (R1) when there is none.
  */
 function refusing(state: ModelState, i: number, reason: RefusalReason, label: string): Step[] {
   const job = jobAt(state, i);
@@ -112,32 +126,76 @@ function refusing(state: ModelState, i: number, reason: RefusalReason, label: st
   return [{ actor, action: `${label}: decides to refuse (${reason}) [R1]`, next: withJob(state, i, { ...job, phase: 'R1', reason }) }];
 }
 
+function spent(state: ModelState): ModelState {
+  return { ...state, budget: { ...state.budget, refusals: state.budget.refusals - 1 } };
+}
+
+/** The broken variant minion_reruns_abandoned_claim: a claim without a receipt is run again. */
+function rerunsClaim(state: ModelState, config: ModelConfig, r: number): boolean {
+  const evidence = state.evidence[r] as ModelState['evidence'][number];
+  return config.variant === 'minion_reruns_abandoned_claim' && hasEvidence(state, r) && !isFinal(evidence.record);
+}
+
+/** Holding both locks with nothing to answer from: claim (M1), or find a parallel state in the role and refuse. */
+function applying(state: ModelState, i: number, how: string, rerun: boolean): Step[] {
+  const job = jobAt(state, i);
+  const actor = `minion job ${job.r + 1}`;
+  const found = rerun ? 'finds a claim without a receipt and runs it again' : 'finds no evidence';
+  const steps: Step[] = [{ actor, action: `${how}, ${found} [M1]`, next: withJob(state, i, { ...job, phase: 'M1', exec: true }) }];
+  if (state.budget.refusals > 0) {
+    steps.push({ actor, action: `${how}, finds a parallel state in the role, decides to refuse [R1]`, next: withJob(spent(state), i, { ...job, phase: 'R1', exec: true, reason: 'parallel_refused' }) });
+  }
+  return steps;
+}
+
+/** Module 1.1.0's `_run` (broken variant): the execution lock first, the request lock second. */
+function executionLockFirst(state: ModelState, i: number): Step[] {
+  const job = jobAt(state, i);
+  const actor = `minion job ${job.r + 1}`;
+  const steps: Step[] = [];
+  if (state.budget.refusals > 0) steps.push(...refusing(spent(state), i, 'not_ready', 'not ready at run time'));
+  if (executionLockHeld(state)) steps.push(...refusing(state, i, 'execution_busy', 'execution lock busy'));
+  else steps.push({ actor, action: 'takes the execution lock', next: withJob(state, i, { ...job, phase: 'exec_locked', exec: true }) });
+  return steps;
+}
+
 function jobSteps(state: ModelState, config: ModelConfig, i: number): Step[] {
   const job = jobAt(state, i);
   const actor = `minion job ${job.r + 1}`;
   const r = job.r;
-  const spent = (s: ModelState): ModelState => ({ ...s, budget: { ...s.budget, refusals: s.budget.refusals - 1 } });
   switch (job.phase) {
     case 'arrived': {
+      if (config.variant === 'minion_takes_execution_lock_first') return executionLockFirst(state, i);
+      // `_run`: the request lock first, without waiting on a living worker of this request.
+      if (requestLockHeld(state, r)) {
+        return [{ actor, action: 'finds the request lock held by a living worker of this request: answers an error, records nothing', next: withJob(state, i, null) }];
+      }
+      return [{ actor, action: 'takes the request lock', next: withJob(state, i, { ...job, phase: 'request_locked' }) }];
+    }
+    case 'request_locked': {
+      const rerun = rerunsClaim(state, config, r);
+      if (hasEvidence(state, r) && !rerun) return [{ actor, action: 'finds evidence, answers from it', next: answeredFromEvidence(state, i) }];
       const steps: Step[] = [];
-      if (state.budget.refusals > 0) steps.push(...refusing(spent(state), i, 'not_ready', 'not ready at run time'));
-      if (executionLockHeld(state)) steps.push(...refusing(state, i, 'execution_busy', 'execution lock busy'));
-      else steps.push({ actor, action: 'takes the execution lock', next: withJob(state, i, { ...job, phase: 'exec_locked', exec: true }) });
+      if (state.budget.refusals > 0 && !rerun) {
+        steps.push({ actor, action: 'is not ready at run time: decides to refuse (not_ready) [R1]', next: withJob(spent(state), i, { ...job, phase: 'R1', reason: 'not_ready' }) });
+      }
+      if (!executionLockHeld(state)) {
+        steps.push(...applying(state, i, 'takes the execution lock', rerun));
+      } else if (rerun) {
+        steps.push({ actor, action: 'finds the execution lock busy, then evidence: answers from it', next: answeredFromEvidence(state, i) });
+      } else {
+        // Every holder of the execution lock took its own request lock first: another request applies.
+        steps.push({ actor, action: 'finds the execution lock busy: decides to refuse (execution_busy) [R1]', next: withJob(state, i, { ...job, phase: 'R1', reason: 'execution_busy' }) });
+      }
       return steps;
     }
     case 'exec_locked': {
       if (requestLockHeld(state, r)) return []; // blocks on the request lock
-      const evidence = state.evidence[r] as ModelState['evidence'][number];
-      const rerun = config.variant === 'minion_reruns_abandoned_claim' && hasEvidence(state, r) && !isFinal(evidence.record);
+      const rerun = rerunsClaim(state, config, r);
       if (hasEvidence(state, r) && !rerun) {
         return [{ actor, action: 'takes the request lock, finds evidence, answers from it', next: answeredFromEvidence(state, i) }];
       }
-      const found = rerun ? 'finds a claim without a receipt and runs it again' : 'finds no evidence';
-      const steps: Step[] = [{ actor, action: `takes the request lock, ${found} [M1]`, next: withJob(state, i, { ...job, phase: 'M1' }) }];
-      if (state.budget.refusals > 0) {
-        steps.push({ actor, action: 'finds a parallel state in the role, decides to refuse [R1]', next: withJob(spent(state), i, { ...job, phase: 'R1', reason: 'parallel_refused' }) });
-      }
-      return steps;
+      return applying(state, i, 'takes the request lock', rerun);
     }
     case 'M1':
       return [{ actor, action: 'commits the JID index [M2]', next: written(withJob(state, i, { ...job, phase: 'M2' }), r, { index: true }) }];
@@ -178,7 +236,8 @@ export function minionSteps(state: ModelState, config: ModelConfig): Step[] {
   state.messages.forEach((message, i) => {
     if (message.kind !== 'ask') return;
     const rest = withoutIndex(state.messages, i);
-    const ret = statusAnswer(state, message.r);
+    const ret = statusAnswer(state, message.r, config.variant);
+    if (ret === null) return; // waits for the record or the request lock
     steps.push({
       actor: 'minion',
       action: `answers status of request ${message.r + 1} for W${message.w + 1}: ${ret.status}`,

@@ -20,12 +20,19 @@ const EXPECTED: Readonly<Record<BrokenVariant, string>> = {
   dispatch_ignores_blockers: 'at most one unresolved request per target',
   publish_before_intent: 'no re-publication after a publish that may have sent',
   minion_reruns_abandoned_claim: 'at most one execution per request',
+  minion_takes_execution_lock_first: 'execution_busy only while another request holds the execution lock',
+  status_running_between_refusal_writes: 'the minion never answers running for a request it then refuses',
 };
 
-/** What the smoke bounds must reach, so that a model where some step never fires cannot pass quietly. */
+/**
+ * What the smoke bounds must reach, so that a model where some step never
+ * fires cannot pass quietly. Not `quarantined`: the model binds every answer
+ * exactly, so only a minion contradicting itself could quarantine, and the
+ * broken variant status_running_between_refusal_writes is that path.
+ */
 const MUST_REACH = [
-  ...['arrived', 'exec_locked', 'M1', 'M2', 'M3', 'M4', 'M5', 'M6', 'R1', 'R1_index', 'R2'].map((phase) => `a minion job at ${phase}`),
-  ...['prepared', 'publishing', 'published', 'running', 'succeeded', 'unknown', 'rejected', 'quarantined', 'reconciled'].map((state) => `a record ${state}`),
+  ...['arrived', 'request_locked', 'M1', 'M2', 'M3', 'M4', 'M5', 'M6', 'R1', 'R1_index', 'R2'].map((phase) => `a minion job at ${phase}`),
+  ...['prepared', 'publishing', 'published', 'running', 'succeeded', 'unknown', 'rejected', 'reconciled'].map((state) => `a record ${state}`),
   'a record rejected because the minion refused',
   'a record rejected because the minion was not ready',
   'a record prepared again after a publish that sent nothing',
@@ -84,6 +91,8 @@ describe('the protocol model', () => {
       'at most one unresolved request per target',
       'no re-publication after a publish that may have sent',
       'a request released as refused never ran',
+      'execution_busy only while another request holds the execution lock',
+      'the minion never answers running for a request it then refuses',
     ]);
   });
 });

@@ -31,6 +31,18 @@ export const BROKEN_VARIANTS = [
   'publish_before_intent',
   /** The minion runs a publication again when it finds a claim without a receipt and no live worker. */
   'minion_reruns_abandoned_claim',
+  /**
+   * `run` takes the execution lock before the request lock (module 1.1.0):
+   * a duplicate of a publication finds the execution lock held by its twin
+   * and refuses it `execution_busy`.
+   */
+  'minion_takes_execution_lock_first',
+  /**
+   * `status` answers `running` for a JID index alone under a busy request
+   * lock (module 1.1.0), so a refusal between its two writes is answered
+   * `running`, then `refused`.
+   */
+  'status_running_between_refusal_writes',
 ] as const;
 export type BrokenVariant = (typeof BROKEN_VARIANTS)[number];
 
@@ -71,11 +83,13 @@ interface Evidence {
 
 /**
  * Where a run job of the minion is (each boundary a crash point, DESIGN §6):
- * arrived (delivered, nothing checked), exec_locked (holds the execution
- * lock, waits for the request lock), M1-M6 (the claim-run-commit path, both
- * locks held), R1, R1_index, R2 (the refusal path, request lock held).
+ * arrived (delivered, nothing checked), request_locked (holds the request
+ * lock, decides), M1-M6 (the claim-run-commit path, both locks held), R1,
+ * R1_index, R2 (the refusal path, request lock held). exec_locked (holds the
+ * execution lock, waits for the request lock) exists only in the broken
+ * variant that takes the execution lock first.
  */
-type JobPhase = 'arrived' | 'exec_locked' | 'M1' | 'M2' | 'M3' | 'M4' | 'M5' | 'M6' | 'R1' | 'R1_index' | 'R2';
+type JobPhase = 'arrived' | 'request_locked' | 'exec_locked' | 'M1' | 'M2' | 'M3' | 'M4' | 'M5' | 'M6' | 'R1' | 'R1_index' | 'R2';
 
 export interface Job {
   readonly r: number;

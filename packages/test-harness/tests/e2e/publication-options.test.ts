@@ -200,7 +200,7 @@ client_production_in_parallel:
     const id = minion(1);
     const ready = await capabilities(id);
     expect(ready?.retcode).toBe(0);
-    expect(ready?.ret).toMatchObject({ protocol: 1, module_version: '1.1.0', salt_version: '3006.27', module_sha256: topo.moduleSha256, ready: true, reasons: [] });
+    expect(ready?.ret).toMatchObject({ protocol: 1, module_version: '1.1.1', salt_version: '3006.27', module_sha256: topo.moduleSha256, ready: true, reasons: [] });
 
     const extra = join(topo.minionConfigDir(id), 'minion.d', 'zz-oduflow-e2e-not-ready.conf');
     writeFileSync(extra, 'cache_jobs: True\n', { mode: 0o600 });
