@@ -1,0 +1,210 @@
+/*
+ * Issue 12 item 1 (TypeScript): canonicalJson, parseCanonicalJson and
+ * stateDigest on realistic custom high data of 1, 16 and 60 KiB, each against
+ * its floor, the platform's native work on the same text in the same
+ * process, interleaved run by run:
+ *
+ * - canonicalJson(value)      vs JSON.stringify(value)
+ * - parseCanonicalJson(text)  vs JSON.parse(text) + JSON.stringify(value)
+ * - stateDigest(text)         vs JSON.parse(text) + JSON.stringify(value) + SHA-256(text)
+ *
+ * `value` is the parsed text. The inputs are bench/high-data-inputs.json
+ * (bench/high-data.ts), which the Python bench reads too. Writes
+ * .test-results/bench/canonical-json-ts.json (docs/benchmarks.md; the result
+ * contract of issue 12), or into ODUFLOW_BENCH_OUT_DIR when set.
+ * ODUFLOW_BENCH_MODE: smoke (1 run, a few calls), default, full (more runs).
+ * Run: `npm run bench` in this package (bench/run-canonical-json.mjs bundles
+ * and runs this file).
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { canonicalJson, parseCanonicalJson, stateDigest } from '../src/index.js';
+import { type HighDataInput, highDataInputsFile } from './high-data.js';
+
+type Mode = 'smoke' | 'default' | 'full';
+const MODE: Mode = ((): Mode => {
+  const mode = process.env['ODUFLOW_BENCH_MODE'] ?? 'default';
+  if (mode === 'smoke' || mode === 'default' || mode === 'full') return mode;
+  throw new Error('ODUFLOW_BENCH_MODE must be smoke, default or full');
+})();
+const RUNS = { smoke: 1, default: 9, full: 21 }[MODE];
+/** Wall time of one batch of calls; the batch mean is one sample. */
+const BATCH_MS = { smoke: 2, default: 40, full: 80 }[MODE];
+const TARGET_RATIO = 2;
+
+const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const inputsPath = join(packageDir, 'bench', 'high-data-inputs.json');
+const outDir = process.env['ODUFLOW_BENCH_OUT_DIR'] ?? join(packageDir, '..', '..', '.test-results', 'bench');
+
+interface Stats {
+  median: number;
+  min: number;
+  max: number;
+}
+interface Row {
+  label: string;
+  unit: 'ms';
+  value: Stats;
+  floor: Stats;
+  ratio: Stats;
+  higher_is_better: false;
+  runs: number;
+  target: { kind: 'ratio_max'; value: number } | null;
+  met?: boolean;
+}
+
+/** Results go here so the engine cannot drop a call as dead code. */
+let sink: unknown;
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function stats(samples: readonly number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  const round = (n: number): number => Number(n.toPrecision(4));
+  return { median: round(median), min: round(sorted[0] as number), max: round(sorted[sorted.length - 1] as number) };
+}
+
+/** Calls per batch so that a batch lasts about BATCH_MS (at least 3 calls). */
+function calibrate(fn: () => unknown): number {
+  let calls = 1;
+  for (;;) {
+    const start = process.hrtime.bigint();
+    for (let index = 0; index < calls; index += 1) sink = fn();
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    if (ms >= BATCH_MS / 4 || calls >= 1 << 20) return Math.max(3, Math.ceil((calls * BATCH_MS) / Math.max(ms, 1e-3)));
+    calls *= 2;
+  }
+}
+
+/** Mean ms per call over one batch. */
+function batch(fn: () => unknown, calls: number): number {
+  const start = process.hrtime.bigint();
+  for (let index = 0; index < calls; index += 1) sink = fn();
+  return Number(process.hrtime.bigint() - start) / 1e6 / calls;
+}
+
+interface Case {
+  label: string;
+  value: () => unknown;
+  floor: () => unknown;
+  target: Row['target'];
+}
+
+function cases(input: HighDataInput): Case[] {
+  const text = input.state_data_json;
+  const value: unknown = JSON.parse(text);
+  const sha256 = (): string => createHash('sha256').update(text, 'utf8').digest('hex');
+  return [
+    { label: `canonicalJson, ${input.label}`, value: () => canonicalJson(value), floor: () => JSON.stringify(value), target: null },
+    {
+      label: `parseCanonicalJson, ${input.label}`,
+      value: () => parseCanonicalJson(text),
+      floor: () => JSON.stringify(JSON.parse(text)),
+      target: null,
+    },
+    {
+      label: `stateDigest, ${input.label}`,
+      value: () => stateDigest(text),
+      floor: () => {
+        sink = JSON.stringify(JSON.parse(text));
+        return sha256();
+      },
+      target: { kind: 'ratio_max', value: TARGET_RATIO },
+    },
+  ];
+}
+
+function readInputs(): HighDataInput[] {
+  const file = JSON.parse(readFileSync(inputsPath, 'utf8')) as { inputs: HighDataInput[] };
+  for (const input of file.inputs) {
+    const text = input.state_data_json;
+    // The inputs are what they claim to be, and valid high data (so every call below takes its success path).
+    if (createHash('sha256').update(text, 'utf8').digest('hex') !== input.sha256) throw new Error(`input ${input.label}: sha256 differs`);
+    if (stateDigest(text) !== input.sha256) throw new Error(`input ${input.label}: stateDigest differs`);
+    if (canonicalJson(parseCanonicalJson(text)) !== text) throw new Error(`input ${input.label}: not canonical`);
+  }
+  return file.inputs;
+}
+
+function measure(inputs: readonly HighDataInput[]): Row[] {
+  const all = inputs.flatMap(cases);
+  const plan = all.map((entry) => ({ entry, valueCalls: calibrate(entry.value), floorCalls: calibrate(entry.floor) }));
+  const samples = plan.map(() => ({ value: [] as number[], floor: [] as number[], ratio: [] as number[] }));
+  for (let run = 0; run < RUNS; run += 1) {
+    gc?.();
+    plan.forEach(({ entry, valueCalls, floorCalls }, index) => {
+      // Alternate which side goes first, so neither always runs on a warmer cache.
+      const floorFirst = run % 2 === 1;
+      const floor1 = floorFirst ? batch(entry.floor, floorCalls) : 0;
+      const value = batch(entry.value, valueCalls);
+      const floor = floorFirst ? floor1 : batch(entry.floor, floorCalls);
+      const sample = samples[index];
+      if (sample === undefined) throw new Error('no sample slot');
+      sample.value.push(value);
+      sample.floor.push(floor);
+      sample.ratio.push(value / floor);
+    });
+  }
+  return plan.map(({ entry }, index) => {
+    const sample = samples[index];
+    if (sample === undefined) throw new Error('no sample slot');
+    const ratio = stats(sample.ratio);
+    const row: Row = {
+      label: entry.label,
+      unit: 'ms',
+      value: stats(sample.value),
+      floor: stats(sample.floor),
+      ratio,
+      higher_is_better: false,
+      runs: RUNS,
+      target: entry.target,
+    };
+    if (entry.target !== null) row.met = ratio.median <= entry.target.value;
+    return row;
+  });
+}
+
+function write(result: object): void {
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'canonical-json-ts.json'), `${JSON.stringify(result, null, 2)}\n`);
+}
+
+function main(): void {
+  if (process.argv.includes('--write-inputs')) {
+    writeFileSync(inputsPath, `${JSON.stringify(highDataInputsFile(), null, 2)}\n`);
+    return;
+  }
+  const base = {
+    schema: 1,
+    id: 'canonical-json-ts',
+    item: 1,
+    title: 'Canonical JSON, validation and digest (TypeScript)',
+    method: `@oduflow/protocol's canonicalJson, parseCanonicalJson and stateDigest on realistic custom high data of 1, 16 and 60 KiB (file.managed with config bodies, pkg.installed, service with watch, user.present, cmd.run, non-ASCII; the texts of bench/high-data-inputs.json, which the Python bench reads too), in one Node process. Per run, every row measures the call and its floor back to back (which goes first alternates by run), each as the mean of a batch of about ${BATCH_MS} ms of calls; ${RUNS} runs, GC between runs; the ratio is value / floor per run. CPU only, no I/O.`,
+    floor:
+      'The native work on the same text in the same run: JSON.stringify(value) for canonicalJson, JSON.parse(text) + JSON.stringify for parseCanonicalJson, and those plus createHash("sha256") of the text for stateDigest.',
+    mode: MODE,
+    chart: null,
+  };
+  try {
+    const rows = measure(readInputs());
+    const missed = rows.filter((row) => row.met === false).map((row) => row.label);
+    const notes = [
+      'Only stateDigest carries a target (≤ 2× its floor); canonicalJson and parseCanonicalJson are reported.',
+      ...(missed.length > 0 ? [`Target missed: ${missed.join('; ')}.`] : []),
+    ];
+    write({ ...base, rows, notes, ok: true });
+    for (const row of rows) {
+      process.stdout.write(`${row.label.padEnd(34)} ${row.value.median.toFixed(4)} ms  floor ${row.floor.median.toFixed(4)} ms  ratio ${row.ratio.median.toFixed(2)} (${row.ratio.min.toFixed(2)}–${row.ratio.max.toFixed(2)})\n`);
+    }
+  } catch (error) {
+    write({ ...base, rows: [], notes: ['the run threw before it measured every row'], ok: false });
+    throw error;
+  }
+  if (typeof sink === 'symbol') process.stdout.write('');
+}
+
+main();
