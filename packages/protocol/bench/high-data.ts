@@ -76,7 +76,7 @@ function stateBody(v: Vocabulary, id: string): JsonValue {
 }
 
 /** The seed of every generated document: a document of another size is another draw from the same stream. */
-export const HIGH_DATA_SEED = 0x0d0f1a7;
+const HIGH_DATA_SEED = 0x0d0f1a7;
 
 /**
  * Custom high data of at least `minBytes` bytes of canonical JSON (the cap is
@@ -109,9 +109,9 @@ export interface HighDataInput {
 }
 
 /** The bench sizes, KiB: small, medium, near the 64 KiB cap. */
-export const BENCH_SIZES_KIB = [1, 16, 60] as const;
+const BENCH_SIZES_KIB = [1, 16, 60] as const;
 
-export function highDataInput(kib: number): HighDataInput {
+function highDataInput(kib: number): HighDataInput {
   const data = highData(kib * 1024);
   const text = canonicalJson(data);
   return {
