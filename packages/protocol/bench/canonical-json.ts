@@ -30,8 +30,9 @@ const MODE: Mode = ((): Mode => {
   throw new Error('ODUFLOW_BENCH_MODE must be smoke, default or full');
 })();
 const RUNS = { smoke: 1, default: 9, full: 21 }[MODE];
-/** Wall time of one batch of calls; the batch mean is one sample. */
+/** CPU time per side and run, split into CHUNKS chunks that alternate with the other side's. */
 const BATCH_MS = { smoke: 2, default: 40, full: 80 }[MODE];
+const CHUNKS = { smoke: 2, default: 8, full: 8 }[MODE];
 const TARGET_RATIO = 2;
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -68,23 +69,50 @@ function stats(samples: readonly number[]): Stats {
   return { median: round(median), min: round(sorted[0] as number), max: round(sorted[sorted.length - 1] as number) };
 }
 
-/** Calls per batch so that a batch lasts about BATCH_MS (at least 3 calls). */
+/** CPU time of this process (user + system), ms: what the code costs, not how often the shared machine let it run. */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/** Calls per chunk so that a chunk lasts about BATCH_MS / CHUNKS (at least one call). */
 function calibrate(fn: () => unknown): number {
+  const chunkMs = BATCH_MS / CHUNKS;
   let calls = 1;
   for (;;) {
-    const start = process.hrtime.bigint();
+    const start = cpuMs();
     for (let index = 0; index < calls; index += 1) sink = fn();
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    if (ms >= BATCH_MS / 4 || calls >= 1 << 20) return Math.max(3, Math.ceil((calls * BATCH_MS) / Math.max(ms, 1e-3)));
+    const ms = cpuMs() - start;
+    if (ms >= chunkMs / 4 || calls >= 1 << 20) return Math.max(1, Math.ceil((calls * chunkMs) / Math.max(ms, 1e-3)));
     calls *= 2;
   }
 }
 
-/** Mean ms per call over one batch. */
-function batch(fn: () => unknown, calls: number): number {
-  const start = process.hrtime.bigint();
+/** CPU ms of `calls` calls. */
+function chunk(fn: () => unknown, calls: number): number {
+  const start = cpuMs();
   for (let index = 0; index < calls; index += 1) sink = fn();
-  return Number(process.hrtime.bigint() - start) / 1e6 / calls;
+  return cpuMs() - start;
+}
+
+/**
+ * One run of one row: CHUNKS pairs of (call, floor) chunks, the order
+ * alternating pair by pair, so both sides see the same moments of the
+ * machine; returns the mean CPU ms per call of each side.
+ */
+function pairedRun(entry: Case, valueCalls: number, floorCalls: number): { value: number; floor: number } {
+  let value = 0;
+  let floor = 0;
+  for (let pair = 0; pair < CHUNKS; pair += 1) {
+    if (pair % 2 === 0) {
+      value += chunk(entry.value, valueCalls);
+      floor += chunk(entry.floor, floorCalls);
+    } else {
+      floor += chunk(entry.floor, floorCalls);
+      value += chunk(entry.value, valueCalls);
+    }
+  }
+  return { value: value / (valueCalls * CHUNKS), floor: floor / (floorCalls * CHUNKS) };
 }
 
 interface Case {
@@ -134,14 +162,12 @@ function measure(inputs: readonly HighDataInput[]): Row[] {
   const all = inputs.flatMap(cases);
   const plan = all.map((entry) => ({ entry, valueCalls: calibrate(entry.value), floorCalls: calibrate(entry.floor) }));
   const samples = plan.map(() => ({ value: [] as number[], floor: [] as number[], ratio: [] as number[] }));
-  for (let run = 0; run < RUNS; run += 1) {
+  // One discarded run first (smoke mode aside): every path optimized before anything counts.
+  for (let run = RUNS > 1 ? -1 : 0; run < RUNS; run += 1) {
     gc?.();
     plan.forEach(({ entry, valueCalls, floorCalls }, index) => {
-      // Alternate which side goes first, so neither always runs on a warmer cache.
-      const floorFirst = run % 2 === 1;
-      const floor1 = floorFirst ? batch(entry.floor, floorCalls) : 0;
-      const value = batch(entry.value, valueCalls);
-      const floor = floorFirst ? floor1 : batch(entry.floor, floorCalls);
+      const { value, floor } = pairedRun(entry, valueCalls, floorCalls);
+      if (run < 0) return;
       const sample = samples[index];
       if (sample === undefined) throw new Error('no sample slot');
       sample.value.push(value);
@@ -183,7 +209,7 @@ function main(): void {
     id: 'canonical-json-ts',
     item: 1,
     title: 'Canonical JSON, validation and digest (TypeScript)',
-    method: `@oduflow/protocol's canonicalJson, parseCanonicalJson and stateDigest on realistic custom high data of 1, 16 and 60 KiB (file.managed with config bodies, pkg.installed, service with watch, user.present, cmd.run, non-ASCII; the texts of bench/high-data-inputs.json, which the Python bench reads too), in one Node process. Per run, every row measures the call and its floor back to back (which goes first alternates by run), each as the mean of a batch of about ${BATCH_MS} ms of calls; ${RUNS} runs, GC between runs; the ratio is value / floor per run. CPU only, no I/O.`,
+    method: `@oduflow/protocol's canonicalJson, parseCanonicalJson and stateDigest on realistic custom high data of 1, 16 and 60 KiB (file.managed with config bodies, pkg.installed, service with watch, user.present, cmd.run, non-ASCII; the texts of bench/high-data-inputs.json, which the Python bench reads too), in one Node process. Per run and row, the call and its floor alternate in ${CHUNKS} pairs of chunks (which goes first alternates pair by pair), about ${BATCH_MS} ms of calls per side; the time is CPU time of the process (user + system, process.cpuUsage), so moments when the shared machine ran something else count for neither side. ${RUNS} runs after a discarded warm-up run, GC between runs; the ratio is value / floor per run. CPU only, no I/O.`,
     floor:
       'The native work on the same text in the same run: JSON.stringify(value) for canonicalJson, JSON.parse(text) + JSON.stringify for parseCanonicalJson, and those plus createHash("sha256") of the text for stateDigest.',
     mode: MODE,

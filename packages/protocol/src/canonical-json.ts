@@ -30,12 +30,14 @@ function isPlainObject(value: object): value is Record<string, unknown> {
  * so its recursion is bounded whatever the value.
  */
 export function isCanonicalJsonValue(value: unknown): value is JsonValue {
-  return inDomain(value, new Set(), 0, { sorted: true });
+  return inDomain(value, new Set(), 0, { sorted: true, strings: true });
 }
 
-/** Whether every object seen so far enumerates its keys in strictly ascending UTF-16 order. */
 interface KeyOrder {
+  /** Whether every object seen so far enumerates its keys in strictly ascending UTF-16 order. */
   sorted: boolean;
+  /** Whether strings and keys are checked for lone surrogates (canonicalJson checks its output instead). */
+  strings: boolean;
 }
 
 function inDomain(value: unknown, ancestors: Set<object>, depth: number, order: KeyOrder): boolean {
@@ -43,7 +45,7 @@ function inDomain(value: unknown, ancestors: Set<object>, depth: number, order: 
     case 'boolean':
       return true;
     case 'string':
-      return isWellFormedString(value);
+      return !order.strings || isWellFormedString(value);
     case 'number':
       // -0 would serialize as `0` and come back as a different value.
       return Number.isSafeInteger(value) && !Object.is(value, -0);
@@ -83,7 +85,7 @@ function objectInDomain(object: object, ancestors: Set<object>, depth: number, o
   for (let index = 0; index < keys.length; index += 1) {
     const key = keys[index] as string;
     if (order.sorted && index > 0 && !((keys[index - 1] as string) < key)) order.sorted = false;
-    if (!isWellFormedString(key) || !inDomain(object[key], ancestors, depth, order)) return false;
+    if ((order.strings && !isWellFormedString(key)) || !inDomain(object[key], ancestors, depth, order)) return false;
   }
   return true;
 }
@@ -108,13 +110,19 @@ function objectInDomain(object: object, ancestors: Set<object>, depth: number, o
  * parsed from canonical text, a record read back) needs no sorting:
  * `JSON.stringify` then writes the same bytes in one native call, so the
  * domain walk notes whether that holds and the serializer is chosen after it.
+ * Both serializers write a lone surrogate as `\ud…`, and nothing else
+ * writes `\ud` but an escaped backslash before "ud": so the walk leaves
+ * strings alone, and only an output holding `\ud` is walked again with them.
  */
 
 /** The canonical serialization of `value`; throws `unsupported_json_value` for a value outside the domain. */
 export function canonicalJson(value: unknown): string {
   try {
-    const order = { sorted: true };
-    if (inDomain(value, new Set(), 0, order)) return order.sorted ? JSON.stringify(value) : stableStringify(value);
+    const order = { sorted: true, strings: false };
+    if (inDomain(value, new Set(), 0, order)) {
+      const text = order.sorted ? JSON.stringify(value) : stableStringify(value);
+      if (!text.includes('\\ud') || isCanonicalJsonValue(value)) return text;
+    }
   } catch (error) {
     // The depth bound keeps both walks shallow; only a throwing getter or a
     // hostile proxy can get here.
