@@ -271,20 +271,20 @@ def _canonical_json(value):
     """
     try:
         _check_domain(value, 0)
+        text = _CANONICAL_ENCODER.encode(value)
+        if text.isascii():
+            return text
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _unsupported_json_value() from None
+        if not _has_astral(text):
+            return text
+        parts = []
+        _emit_canonical(value, parts, 0)
+        return "".join(parts)
     except RecursionError:
         raise ProtocolError("unsupported_json_value", "value is nested too deeply to serialize") from None
-    text = _CANONICAL_ENCODER.encode(value)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _unsupported_json_value() from None
-    if not _has_astral(text):
-        return text
-    parts = []
-    _emit_canonical(value, parts, 0)
-    return "".join(parts)
 
 
 # Key order is decided by the walk's caller, never by the encoder's own sort alone (see _canonical_json).
