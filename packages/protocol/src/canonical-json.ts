@@ -33,19 +33,19 @@ export function isCanonicalJsonValue(value: unknown): value is JsonValue {
   return inDomain(value, new Set(), 0, { sorted: true, strings: true });
 }
 
-interface KeyOrder {
+interface DomainWalk {
   /** Whether every object seen so far enumerates its keys in strictly ascending UTF-16 order. */
   sorted: boolean;
   /** Whether strings and keys are checked for lone surrogates (canonicalJson checks its output instead). */
   strings: boolean;
 }
 
-function inDomain(value: unknown, ancestors: Set<object>, depth: number, order: KeyOrder): boolean {
+function inDomain(value: unknown, ancestors: Set<object>, depth: number, walk: DomainWalk): boolean {
   switch (typeof value) {
     case 'boolean':
       return true;
     case 'string':
-      return !order.strings || isWellFormedString(value);
+      return !walk.strings || isWellFormedString(value);
     case 'number':
       // -0 would serialize as `0` and come back as a different value.
       return Number.isSafeInteger(value) && !Object.is(value, -0);
@@ -56,8 +56,8 @@ function inDomain(value: unknown, ancestors: Set<object>, depth: number, order: 
       ancestors.add(value);
       try {
         return Array.isArray(value)
-          ? arrayInDomain(value, ancestors, depth + 1, order)
-          : objectInDomain(value, ancestors, depth + 1, order);
+          ? arrayInDomain(value, ancestors, depth + 1, walk)
+          : objectInDomain(value, ancestors, depth + 1, walk);
       } finally {
         ancestors.delete(value);
       }
@@ -67,16 +67,16 @@ function inDomain(value: unknown, ancestors: Set<object>, depth: number, order: 
   }
 }
 
-function arrayInDomain(array: unknown[], ancestors: Set<object>, depth: number, order: KeyOrder): boolean {
+function arrayInDomain(array: unknown[], ancestors: Set<object>, depth: number, walk: DomainWalk): boolean {
   if (Object.getPrototypeOf(array) !== Array.prototype) return false;
   for (let index = 0; index < array.length; index += 1) {
     if (!(index in array)) return false; // a hole serializes as `null`
-    if (!inDomain(array[index], ancestors, depth, order)) return false;
+    if (!inDomain(array[index], ancestors, depth, walk)) return false;
   }
   return true;
 }
 
-function objectInDomain(object: object, ancestors: Set<object>, depth: number, order: KeyOrder): boolean {
+function objectInDomain(object: object, ancestors: Set<object>, depth: number, walk: DomainWalk): boolean {
   // Date, Map, class instances, boxed primitives... are not JSON objects.
   if (!isPlainObject(object)) return false;
   if (Object.getOwnPropertySymbols(object).length > 0) return false;
@@ -84,8 +84,8 @@ function objectInDomain(object: object, ancestors: Set<object>, depth: number, o
   if (Object.getOwnPropertyNames(object).length !== keys.length) return false;
   for (let index = 0; index < keys.length; index += 1) {
     const key = keys[index] as string;
-    if (order.sorted && index > 0 && !((keys[index - 1] as string) < key)) order.sorted = false;
-    if ((order.strings && !isWellFormedString(key)) || !inDomain(object[key], ancestors, depth, order)) return false;
+    if (walk.sorted && index > 0 && !((keys[index - 1] as string) < key)) walk.sorted = false;
+    if ((walk.strings && !isWellFormedString(key)) || !inDomain(object[key], ancestors, depth, walk)) return false;
   }
   return true;
 }
@@ -118,9 +118,9 @@ function objectInDomain(object: object, ancestors: Set<object>, depth: number, o
 /** The canonical serialization of `value`; throws `unsupported_json_value` for a value outside the domain. */
 export function canonicalJson(value: unknown): string {
   try {
-    const order = { sorted: true, strings: false };
-    if (inDomain(value, new Set(), 0, order)) {
-      const text = order.sorted ? JSON.stringify(value) : stableStringify(value);
+    const walk = { sorted: true, strings: false };
+    if (inDomain(value, new Set(), 0, walk)) {
+      const text = walk.sorted ? JSON.stringify(value) : stableStringify(value);
       if (!text.includes('\\ud') || isCanonicalJsonValue(value)) return text;
     }
   } catch (error) {
