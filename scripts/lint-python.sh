@@ -7,6 +7,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/ensure-python.sh
 ruff=${ODUFLOW_VENV:-$root/.venv}/bin/ruff
-paths=(packages/minion-wrapper/salt packages/minion-wrapper/tests packages/test-harness/python)
+paths=(packages/minion-wrapper/salt packages/minion-wrapper/tests packages/minion-wrapper/bench packages/test-harness/python)
 "$ruff" check --no-cache "${paths[@]}"
 "$ruff" format --check --no-cache "${paths[@]}"

@@ -1,7 +1,10 @@
 import fc from 'fast-check';
+import stableStringify from 'fast-json-stable-stringify';
 import { describe, expect, it } from 'vitest';
 import { type JsonValue, canonicalJson, isCanonicalJsonValue, parseCanonicalJson } from './canonical-json.js';
 import { MAX_JSON_DEPTH } from './constants.js';
+import { ProtocolError } from './errors.js';
+import { textNestingDepth } from './text-depth.js';
 import { codeOf } from '../tests/support.js';
 
 /** Fixed so CI is reproducible; fast-check prints the seed and counterexample path when a property fails. */
@@ -249,3 +252,112 @@ function tokenBoundaries(text: string): number[] {
   }
   return offsets;
 }
+
+/**
+ * The definitions the quick paths must agree with: the domain walk, then
+ * fast-json-stable-stringify (serialize), and byte equality with that (parse).
+ */
+function referenceSerialize(value: unknown): string | undefined {
+  return isCanonicalJsonValue(value) ? stableStringify(value) : undefined;
+}
+function referenceParse(text: string): unknown {
+  if (textNestingDepth(text) > MAX_JSON_DEPTH) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return referenceSerialize(parsed) === text ? parsed : undefined;
+}
+function outcome(fn: () => unknown): unknown {
+  try {
+    return { ok: fn() };
+  } catch (error) {
+    if (ProtocolError.isInstance(error)) return { error: error.code };
+    throw error;
+  }
+}
+
+describe('the native quick paths', () => {
+  // Keys that V8 enumerates out of insertion order, and texts that hold `\ud` without a surrogate.
+  const trickyKey = fc.constantFrom('0', '1', '2', '9', '10', '4294967294', '4294967295', '-1', '01', '\\ud800', '__proto__', 'toJSON', 'a');
+  const { value: trickyValue } = fc.letrec<{ value: unknown }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      domainValue,
+      fc.dictionary(fc.oneof(trickyKey, domainString), tie('value'), { maxKeys: 5, noNullPrototype: true }),
+      fc.array(tie('value'), { maxLength: 4 }),
+      fc.constantFrom(1.5, -0, 2 ** 53, '\ud800', '\\ud800', '\udc00x'),
+    ),
+  }));
+
+  it('serialize exactly as the domain walk and fast-json-stable-stringify, sorted keys or not', () => {
+    fc.assert(
+      fc.property(trickyValue, (value) => {
+        const expected = referenceSerialize(value);
+        expect(outcome(() => canonicalJson(value))).toStrictEqual(expected === undefined ? { error: 'unsupported_json_value' } : { ok: expected });
+        // A value parsed back from its canonical text enumerates its keys sorted (integer-like keys aside).
+        if (expected !== undefined) expect(canonicalJson(JSON.parse(expected))).toBe(expected);
+      }),
+      { ...RUNS, numRuns: 1000 },
+    );
+  });
+
+  it('parse exactly as byte equality with the canonical serialization, on canonical texts and their near misses', () => {
+    const edit = fc.constantFrom('', ' ', '\\ud800', '\\\\', '\\"', '"', '1.0', '-0', '[', ']', '{', '}', ',', '"10":1', '"9":1', 'e2');
+    fc.assert(
+      fc.property(trickyValue, edit, fc.nat(), fc.nat(3), (value, insert, at, cut) => {
+        const text = (JSON.stringify(value) as string | undefined) ?? 'null';
+        const canonical = referenceSerialize(value) ?? text;
+        for (const candidate of [text, canonical, canonical.slice(0, at % (canonical.length + 1)) + insert + canonical.slice((at % (canonical.length + 1)) + cut)]) {
+          const expected = referenceParse(candidate);
+          expect(outcome(() => parseCanonicalJson(candidate))).toStrictEqual(expected === undefined ? { error: 'non_canonical_json' } : { ok: expected });
+        }
+      }),
+      { ...RUNS, numRuns: 1000 },
+    );
+  });
+
+  it('accept integer-like keys in UTF-16 order, which V8 enumerates in numeric order', () => {
+    expect(parseCanonicalJson('{"10":1,"9":2}')).toStrictEqual({ '10': 1, '9': 2 });
+    expect(canonicalJson({ '9': 2, '10': 1 })).toBe('{"10":1,"9":2}');
+    expect(codeOf(() => parseCanonicalJson('{"9":2,"10":1}'))).toBe('non_canonical_json');
+  });
+
+  it('tell an escaped backslash before "ud800" from an escaped lone surrogate', () => {
+    expect(parseCanonicalJson('"\\\\ud800"')).toBe('\\ud800');
+    expect(canonicalJson('\\ud800')).toBe('"\\\\ud800"');
+    expect(codeOf(() => parseCanonicalJson('"\\ud800"'))).toBe('non_canonical_json');
+    expect(codeOf(() => canonicalJson({ a: '\ud800' }))).toBe('unsupported_json_value');
+  });
+});
+
+describe('textNestingDepth', () => {
+  /** The scanner as docs/protocol-rules.md states it, one code unit at a time. */
+  function referenceDepth(text: string): number {
+    let depth = 0;
+    let maxDepth = 0;
+    let inString = false;
+    for (let index = 0; index < text.length; index += 1) {
+      const char = text[index];
+      if (inString) {
+        if (char === '\\') index += 1;
+        else if (char === '"') inString = false;
+      } else if (char === '"') inString = true;
+      else if (char === '{' || char === '[') maxDepth = Math.max(maxDepth, (depth += 1));
+      else if (char === '}' || char === ']') depth -= 1;
+    }
+    return maxDepth;
+  }
+
+  it('agrees with the unit-by-unit scan on any text, escapes and unterminated strings included', () => {
+    const unit = fc.constantFrom('[', ']', '{', '}', '"', '\\', 'a', ',', '\u00e9', '\ud800', '😀');
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 40 }), (text) => {
+        expect(textNestingDepth(text)).toBe(referenceDepth(text));
+      }),
+      { ...RUNS, numRuns: 3000 },
+    );
+  });
+});

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type JsonValue, canonicalJson, parseCanonicalJson } from './canonical-json.js';
+import { type JsonValue, canonicalJson, parseShallowCanonicalJson } from './canonical-json.js';
 import { MAX_HIGH_DATA_BYTES, MAX_HIGH_DATA_DEPTH } from './constants.js';
 import { ProtocolError } from './errors.js';
 import { textNestingDepth } from './text-depth.js';
@@ -19,10 +19,13 @@ export function stateDigest(stateDataJson: unknown): string {
   if (typeof stateDataJson !== 'string') {
     throw new ProtocolError('invalid_high_data', 'state data must be a JSON text');
   }
-  assertSizeWithinLimit(utf8ByteLength(stateDataJson));
+  assertSizeWithinLimit(textByteLength(stateDataJson));
   assertDepthWithinLimit(textNestingDepth(stateDataJson));
-  const value = parseCanonicalJson(stateDataJson);
-  assertNoForbiddenKeys(value);
+  // MAX_HIGH_DATA_DEPTH < MAX_JSON_DEPTH: parseCanonicalJson's own depth scan would find nothing more.
+  const value = parseShallowCanonicalJson(stateDataJson);
+  // In canonical text a key is written raw between quotes (`_` is never escaped), so a
+  // text without `"__` or `"parallel"` holds no forbidden key: only one with either is walked.
+  if (stateDataJson.includes('"__') || stateDataJson.includes('"parallel"')) assertNoForbiddenKeys(value);
   assertHighDataShape(value);
   return createHash('sha256').update(stateDataJson, 'utf8').digest('hex');
 }
@@ -53,6 +56,17 @@ function assertDepthWithinLimit(depth: number): void {
   if (depth > MAX_HIGH_DATA_DEPTH) {
     throw new ProtocolError('high_data_too_deep', `high data nests deeper than ${MAX_HIGH_DATA_DEPTH} levels`);
   }
+}
+
+/**
+ * The UTF-8 length of a text, counted only as far as the limit needs: a UTF-16
+ * unit is 1 to 3 bytes (a pair of them 4), so a text of more units than the
+ * limit is over it, and one of at most a third of the limit is within it.
+ */
+function textByteLength(text: string): number {
+  if (text.length > MAX_HIGH_DATA_BYTES) return text.length;
+  if (text.length * 3 <= MAX_HIGH_DATA_BYTES) return text.length;
+  return utf8ByteLength(text);
 }
 
 /** UTF-8 length as Python's `encode("utf-8", "surrogatepass")` counts it: a lone surrogate is 3 bytes. */
@@ -126,14 +140,20 @@ function assertHighDataShape(value: JsonValue): asserts value is HighData {
     throw new ProtocolError('invalid_high_data', 'high data must be a non-empty object of state ids');
   }
   for (const body of Object.values(value)) {
-    if (!isJsonObject(body) || Object.keys(body).length === 0) {
+    if (!isJsonObject(body)) {
       throw new ProtocolError('invalid_high_data', 'each state must be a non-empty object');
     }
-    if (!Object.values(body).every(Array.isArray)) {
-      throw new ProtocolError('invalid_high_data', 'each state entry must map to a list of function arguments');
+    const keys = Object.keys(body);
+    if (keys.length === 0) {
+      throw new ProtocolError('invalid_high_data', 'each state must be a non-empty object');
     }
-    const modules = Object.keys(body).map(stateModule);
-    if (new Set(modules).size !== modules.length) {
+    for (const key of keys) {
+      if (!Array.isArray(body[key])) {
+        throw new ProtocolError('invalid_high_data', 'each state entry must map to a list of function arguments');
+      }
+    }
+    // One declaration (the usual state) cannot repeat a module.
+    if (keys.length > 1 && new Set(keys.map(stateModule)).size !== keys.length) {
       throw new ProtocolError('invalid_high_data', 'a state declares the same state module twice');
     }
   }
