@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ANSWER_STATUSES, type AnswerStatus } from './answers.js';
+import { ProtocolError } from './errors.js';
 import { InstantSchema, RECORD_REASON_CODES, type RecordReasonCode } from './record-vocabulary.js';
 import { REQUEST_STATES, type RequestRecord } from './request-record.js';
 import { REQUEST_EVENTS } from './transitions.js';
@@ -123,10 +124,12 @@ export function creationEntry(record: RequestRecord & { readonly protocol: 1 }, 
 
 /** The entry for a committed change from `before` to `after`, numbered `seq`. */
 export function changeEntry(before: RequestRecord, after: RequestRecord, change: RecordChange, seq: number): HistoryEntry {
+  const at = after.protocol === 1 ? after.updated_at : after.reconciliation?.at;
+  if (at === undefined) throw new ProtocolError('illegal_transition', 'a legacy record changes only by a reconciliation');
   const poll = change.event === 'observed' || change.event === 'minion_error' || change.event === 'poll_failed';
   return {
     seq,
-    at: after.protocol === 1 ? after.updated_at : (after.reconciliation?.at ?? new Date(0).toISOString()),
+    at,
     from_state: before.state,
     to_state: after.state,
     event: change.event,
