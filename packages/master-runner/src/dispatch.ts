@@ -68,5 +68,5 @@ export async function dispatch(deps: MasterDeps, input: DispatchInput): Promise<
   log.info({ jid: created.jid, state: created.state }, 'request recorded');
   if (capability.kind === 'rejected') return { outcome: 'rejected', record: created, rejection: capability.rejection };
   d.crashAt('P1');
-  return publishPrepared(d, created, valid.stateDataJson);
+  return publishPrepared(d, created, valid.stateDataJson, 'dispatch');
 }

@@ -94,7 +94,7 @@ export async function publishPending(deps: MasterDeps, options: PublishPendingOp
       results.push(skipped(record, skipFor(capability)));
       continue;
     }
-    const published = await publishPrepared(d, record, text);
+    const published = await publishPrepared(d, record, text, 'dispatch');
     // Another worker recorded the intent first: it publishes, this one did not.
     results.push(published.outcome === 'already_publishing' ? skipped(published.record, 'already_publishing') : published);
   }

@@ -227,7 +227,7 @@ async function createIn(root: string, records: readonly RequestRecord[]): Promis
       if (!isProtocolRecord(record)) throw new Error('setup makes protocol records only');
       const created = await store.withTarget(record.minion_id, (u) => u.create(prepared(record.request_id, record.minion_id, record.jid)));
       if (!created.created) throw new Error(`setup could not create ${record.request_id}`);
-      if (record.state !== 'prepared') await store.updateRequest(record.request_id, () => record);
+      if (record.state !== 'prepared') await store.updateRequest(record.request_id, () => record, { event: 'observed', source: 'poller' });
     }
   });
 }
@@ -288,7 +288,7 @@ export const MASTER_SEQUENCES: readonly MasterSequenceSpec[] = [
     setup: async (root) => createIn(root, [base]),
     work: async (root, mark) => {
       const store = await createFileRecordStore({ root, crashAt: mark });
-      await store.updateRequest(REQUEST, publishing);
+      await store.updateRequest(REQUEST, publishing, { event: 'observed', source: 'poller' });
       await store.close();
       mark('done');
     },
@@ -303,7 +303,7 @@ export const MASTER_SEQUENCES: readonly MasterSequenceSpec[] = [
     setup: async (root) => createIn(root, [running(base)]),
     work: async (root, mark) => {
       const store = await createFileRecordStore({ root, crashAt: mark });
-      await store.updateRequest(REQUEST, () => succeeded(base));
+      await store.updateRequest(REQUEST, () => succeeded(base), { event: 'observed', source: 'poller' });
       await store.close();
       mark('done');
     },

@@ -106,7 +106,7 @@ export async function seedFleet(store: RecordStore, now = new Date()): Promise<S
     let current: RequestRecord = record;
     for (const step of steps) {
       const event = step(tick(2), current);
-      current = (await store.updateRequest(record.request_id, (r) => applyEvent(r, event))).after;
+      current = (await store.updateRequest(record.request_id, (r) => applyEvent(r, event), { event: 'observed', source: 'poller' })).after;
     }
     return current;
   };
