@@ -123,7 +123,7 @@ function lived(steps: readonly (readonly [(r: RequestRecord, i: number) => Reque
     history = appendHistory(history, changeEntry(record, after, { event: e.type, source }, nextSeq(history)));
     record = after;
   });
-  return { record: record as ProtocolRequestRecord, history };
+  return { record: record, history };
 }
 
 describe('a request timeline from its history', () => {
