@@ -102,7 +102,7 @@ export interface TimelineEntry {
 }
 
 /** One committed change of a request (GET /v1/requests/{id}/history). */
-export interface HistoryEntry {
+interface HistoryEntry {
   readonly seq: number;
   readonly at: string;
   readonly from_state: RequestState | null;

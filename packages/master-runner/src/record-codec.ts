@@ -54,7 +54,7 @@ import { isPlainObject } from './plain-object.js';
  */
 
 /** The key a stored record's history is kept under (protocol 1 and legacy alike: a legacy record may have its own `history`). */
-export const HISTORY_KEY = 'oduflow_history';
+const HISTORY_KEY = 'oduflow_history';
 
 /** The one key this runner adds to a legacy record: the operator's reconciliation. */
 export const LEGACY_RECONCILIATION_KEY = 'oduflow_reconciliation';
