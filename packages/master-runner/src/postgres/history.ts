@@ -28,27 +28,23 @@ interface HistoryRow {
   readonly reason_code: string | null;
 }
 
-/** The seq of a locked request's next history entry (1 for a request stored before histories). */
-export async function nextHistorySeq(q: Query, requestId: string): Promise<number> {
-  const found = await q<{ last: number }>(`SELECT coalesce(max(seq), 0)::integer AS last FROM ${HISTORY} WHERE request_id = $1`, [requestId]);
-  return (found.rows[0]?.last ?? 0) + 1;
-}
-
-/** Inserts `entry` and lets go of the one that fell out of the tail (the rows stay the head and the tail). */
+/**
+ * Appends the entry for a change of a locked request, numbered after its
+ * last one (1 for a request stored before histories; `entry.seq` is not
+ * used), and lets go of the entry that fell out of the tail: one statement.
+ * The DELETE sees the rows as they were before the INSERT, which is all it
+ * needs (it removes an older entry only).
+ */
 export async function appendEntry(q: Query, requestId: string, entry: HistoryEntry): Promise<void> {
-  await q(`INSERT INTO ${HISTORY} (request_id, ${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
-    requestId,
-    entry.seq,
-    entry.at,
-    entry.from_state,
-    entry.to_state,
-    entry.event,
-    entry.source,
-    entry.observed,
-    entry.reason_code,
-  ]);
-  const fellOut = entry.seq - HISTORY_TAIL;
-  if (fellOut > HISTORY_HEAD) await q(`DELETE FROM ${HISTORY} WHERE request_id = $1 AND seq > $2 AND seq <= $3`, [requestId, HISTORY_HEAD, fellOut]);
+  await q(
+    `WITH added AS (
+       INSERT INTO ${HISTORY} (request_id, ${COLUMNS})
+       SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM ${HISTORY} WHERE request_id = $1
+       RETURNING seq
+     )
+     DELETE FROM ${HISTORY} h USING added WHERE h.request_id = $1 AND h.seq > $9 AND h.seq <= added.seq - $10`,
+    [requestId, entry.at, entry.from_state, entry.to_state, entry.event, entry.source, entry.observed, entry.reason_code, HISTORY_HEAD, HISTORY_TAIL],
+  );
 }
 
 /** The request's history, or undefined when there is no such request; rows that do not make a valid history are store_corrupt. */

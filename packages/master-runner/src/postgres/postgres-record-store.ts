@@ -21,7 +21,7 @@ import type {
 import { resolveConnection, type PostgresStoreOptions } from './connection.js';
 import { Database, type Query, type UnitScope } from './database.js';
 import { limitOf, pageSizeOf, whereOf } from './filters.js';
-import { appendEntry, nextHistorySeq, readHistory } from './history.js';
+import { appendEntry, readHistory } from './history.js';
 import { bindKey, claimKey, expireKeys, holdsClaim, releaseKey } from './keys.js';
 import { checkSchemaVersion, readSchemaVersion } from './migrate.js';
 import { claimOutbox, deferOutbox, enqueue, removeOutbox } from './outbox.js';
@@ -226,7 +226,8 @@ class PostgresRecordStore implements RecordStore {
             throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
           }
           const [, , , state, blocking, record] = rowValues(after);
-          const entry = changeHistoryEntry(await nextHistorySeq(q, requestId), before, after, change);
+          // Validated here, numbered by the database (appendEntry): the seq given is a placeholder.
+          const entry = changeHistoryEntry(1, before, after, change);
           try {
             await q(`UPDATE ${REQUESTS} SET state = $2, blocking = $3, record = $4::jsonb, written_at = now() WHERE request_id = $1`, [
               requestId,
