@@ -37,6 +37,8 @@ export const HISTORY_SOURCES = [
   'admission',
   /** The CLI's dispatch and publish-pending. */
   'dispatch',
+  /** A fleet rollout's batches (CLI or service), through the same dispatch. */
+  'rollout',
   /** The service's outbox relay. */
   'relay',
   /** A status poll. */

@@ -209,6 +209,7 @@ function recordSteps(r: ProtocolRequestRecord): RecordStep[] {
 const SOURCE_TEXT: Readonly<Record<HistorySource, string>> = {
   admission: 'an HTTP admission',
   dispatch: 'the CLI’s dispatch',
+  rollout: 'a rollout',
   relay: 'the outbox relay',
   poller: 'a status poll',
   event_stream: 'salt-api’s event stream',
