@@ -97,11 +97,34 @@ export interface TimelineEntry {
   readonly summary: string;
   readonly at: string | null;
   readonly source: string;
+  /** history: the time and source are the history entry's; record: derived from the record alone. */
+  readonly evidence: 'history' | 'record';
+}
+
+/** One committed change of a request (GET /v1/requests/{id}/history). */
+interface HistoryEntry {
+  readonly seq: number;
+  readonly at: string;
+  readonly from_state: RequestState | null;
+  readonly to_state: RequestState;
+  readonly event: string;
+  readonly source: string;
+  readonly observed: string | null;
+  readonly reason_code: string | null;
+}
+
+export interface RequestHistory {
+  readonly request_id: string;
+  /** false: the record predates request histories. */
+  readonly kept: boolean;
+  readonly entries: readonly HistoryEntry[];
+  readonly dropped: number;
 }
 
 export interface RequestPage {
   readonly record: RecordView;
   readonly timeline: readonly TimelineEntry[];
+  readonly history: RequestHistory;
   readonly receipt: { readonly kind: 'receipt' | 'status_answer'; readonly canonical: string } | null;
   readonly blocking: boolean;
   readonly reconcilable: boolean;

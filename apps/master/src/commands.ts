@@ -14,14 +14,14 @@ import {
   type PendingResult,
   type PollResult,
 } from '@oduflow/master-runner';
-import { isBlocking, isMinionId, isPollable, type RequestRecord } from '@oduflow/protocol';
+import { NO_HISTORY, isBlocking, isMinionId, isPollable, type RequestRecord } from '@oduflow/protocol';
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import type { Report, Row } from './output.js';
 import { readStateDataFile } from './state-data-file.js';
-import { observationText, reasonDetail, recordDetail, recordRow } from './views.js';
+import { historyRow, observationText, reasonDetail, recordDetail, recordRow } from './views.js';
 import { withExistingStore, withMaster, type Wiring } from './wiring.js';
 
 /*
@@ -291,9 +291,19 @@ export async function pollCommand(w: Wiring, flags: PollFlags, progress?: (round
 
 export async function showCommand(w: Wiring, requestId: string): Promise<CommandResult> {
   requestIdInput(requestId);
-  const record = await withExistingStore(w, (store) => store.get(requestId), () => undefined);
-  if (record === undefined) notFound();
-  return { report: { detail: { ...recordDetail(record) } }, exitCode: EXIT.ok };
+  const found = await withExistingStore(
+    w,
+    async (store) => {
+      const record = await store.get(requestId);
+      return record === undefined ? undefined : { record, history: (await store.history(requestId)) ?? NO_HISTORY };
+    },
+    () => undefined,
+  );
+  if (found === undefined) notFound();
+  return {
+    report: { detail: { ...recordDetail(found.record) }, history: { entries: found.history.entries.map(historyRow), dropped: found.history.dropped } },
+    exitCode: EXIT.ok,
+  };
 }
 
 export interface ListFlags {

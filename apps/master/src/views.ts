@@ -1,4 +1,4 @@
-import type { Observation, RecordReason, RequestRecord } from '@oduflow/protocol';
+import type { HistoryEntry, Observation, RecordReason, RequestRecord } from '@oduflow/protocol';
 
 /*
  * What the CLI shows of a record, the same fields in a table and in --json.
@@ -126,4 +126,9 @@ export function recordDetail(r: RequestRecord): RecordDetail {
     ...reconciliation,
     created_at: null,
   };
+}
+
+/** One history entry as a row: the same fields in the table and in --json. */
+export function historyRow(e: HistoryEntry): { readonly [K in keyof HistoryEntry]: HistoryEntry[K] } {
+  return { seq: e.seq, at: e.at, from_state: e.from_state, to_state: e.to_state, event: e.event, source: e.source, observed: e.observed, reason_code: e.reason_code };
 }

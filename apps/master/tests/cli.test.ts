@@ -60,6 +60,19 @@ describe('oduflow-master dispatch, poll, show and list', () => {
     expect(shown['record']).toMatchObject({ request_id: REQUEST, minion_id: MINION, state: 'succeeded', passed: 60, total: 60, role: 'roles.client_stack' });
     const table = await runCli(['show', REQUEST], env);
     for (const field of Object.keys(shown['record'] as object)) expect(table.stdout).toContain(field);
+    // The history: what dispatch and poll committed, in order, each with its time and source, in JSON and in the table.
+    const history = shown['history'] as { kept: boolean; dropped: number; entries: Record<string, unknown>[] };
+    expect(history).toMatchObject({ kept: true, dropped: 0 });
+    expect(history.entries.map((e) => [e['seq'], e['event'], e['source'], e['to_state']])).toEqual([
+      [1, 'created', 'dispatch', 'prepared'],
+      [2, 'intent_recorded', 'dispatch', 'publishing'],
+      [3, 'publish_acked', 'dispatch', 'published'],
+      [4, 'observed', 'poller', 'succeeded'],
+    ]);
+    expect(history.entries.at(-1)).toMatchObject({ observed: 'succeeded', at: (shown['record'] as { updated_at: string }).updated_at });
+    for (const field of ['seq', 'from_state', 'to_state', 'event', 'source', 'observed', 'reason_code']) expect(table.stdout).toContain(field);
+    expect(table.stdout).toContain('intent_recorded');
+    expect(table.stdout).toContain(history.entries[0]?.['at'] as string);
 
     const listed = jsonOf(await runCli(['list', '--minion', MINION, '--json'], env));
     expect(listed['records']).toMatchObject([{ request_id: REQUEST, state: 'succeeded' }]);

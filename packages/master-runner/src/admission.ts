@@ -149,7 +149,7 @@ export async function admit(deps: MasterDeps, input: DispatchInput, options: Adm
     }
     const rejection = capability.kind === 'rejected' ? capability.rejection : undefined;
     // A rejected record binds the key and is never published: no outbox entry.
-    const reserved = await reserve(d, valid, rejection, rejection === undefined ? { key, outbox: { stateDataJson: valid.stateDataJson } } : { key });
+    const reserved = await reserve(d, valid, rejection, rejection === undefined ? { key, source: 'admission', outbox: { stateDataJson: valid.stateDataJson } } : { key, source: 'admission' });
     if (reserved.kind === 'claim_lost') {
       // Our claim lapsed and another admission of this key holds it now.
       log.warn('the key claim lapsed before the record was stored; nothing recorded');

@@ -1,9 +1,11 @@
-import { ProtocolError, applyEvent, isProtocolRecord, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import { ProtocolError, applyEvent, isProtocolRecord, type HistorySource, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
 import type { ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
 import type { UpdateOutcome } from './record-store.js';
 
 export interface CommitOptions {
+  /** Which part of the master commits the event: its history entry says so. */
+  readonly source: HistorySource;
   /**
    * Keep the stored record when the event no longer applies to it: another
    * worker moved the request on between our network call and this commit
@@ -54,7 +56,7 @@ export async function commitEvent(
   deps: ResolvedDeps,
   requestId: string,
   event: RequestEvent,
-  options: CommitOptions = {},
+  options: CommitOptions,
 ): Promise<UpdateOutcome> {
   const outcome = await deps.store.updateRequest(requestId, (current: RequestRecord) => {
     try {
@@ -67,7 +69,7 @@ export async function commitEvent(
       }
       throw error;
     }
-  });
+  }, { event: event.type, source: options.source });
   const { after } = outcome;
   deps.logger.info(
     { request_id: after.request_id, minion_id: after.minion_id, jid: after.jid, state: after.state, event: event.type, changed: outcome.changed },

@@ -1,4 +1,4 @@
-import { isProtocolRecord, type CapabilityRejection, type RequestRecord } from '@oduflow/protocol';
+import { isProtocolRecord, type CapabilityRejection, type HistorySource, type RequestRecord } from '@oduflow/protocol';
 import { checkCapability } from './capability.js';
 import { resolveDeps, type MasterDeps } from './deps.js';
 import { validateDispatchInput, type DispatchInput, type ValidDispatch } from './dispatch-input.js';
@@ -44,7 +44,13 @@ function existingOrConflict(record: RequestRecord, input: ValidDispatch): Dispat
  * (`minion_unreachable`) or found no accepted key (`no_target`), and store
  * failures.
  */
-export async function dispatch(deps: MasterDeps, input: DispatchInput): Promise<DispatchResult> {
+export interface DispatchOptions {
+  /** Who dispatches, for the request's history: the CLI (default) or a rollout. */
+  readonly source?: Extract<HistorySource, 'dispatch' | 'rollout'>;
+}
+
+export async function dispatch(deps: MasterDeps, input: DispatchInput, options: DispatchOptions = {}): Promise<DispatchResult> {
+  const source = options.source ?? 'dispatch';
   const d = resolveDeps(deps);
   const valid = validateDispatchInput(input, d.newRequestId);
   const log = d.logger.child({ request_id: valid.requestId, minion_id: valid.minionId });
@@ -60,7 +66,7 @@ export async function dispatch(deps: MasterDeps, input: DispatchInput): Promise<
     throw notAsked(capability, valid.requestId);
   }
 
-  const reserved = await reserve(d, valid, capability.kind === 'rejected' ? capability.rejection : undefined);
+  const reserved = await reserve(d, valid, capability.kind === 'rejected' ? capability.rejection : undefined, { source });
   if (reserved.kind === 'existing') return existingOrConflict(reserved.record, valid);
   if (reserved.kind === 'claim_lost') throw new MasterRunnerError('internal', 'a create without a key reported a lost key claim');
   const created = reserved.record;
@@ -68,5 +74,5 @@ export async function dispatch(deps: MasterDeps, input: DispatchInput): Promise<
   log.info({ jid: created.jid, state: created.state }, 'request recorded');
   if (capability.kind === 'rejected') return { outcome: 'rejected', record: created, rejection: capability.rejection };
   d.crashAt('P1');
-  return publishPrepared(d, created, valid.stateDataJson);
+  return publishPrepared(d, created, valid.stateDataJson, source);
 }

@@ -77,7 +77,7 @@ export async function recordEvent(d: ResolvedDeps, raw: unknown): Promise<'commi
   if (record.minion_id !== minionId) return 'other_minion';
   const event = statusEvent(record, { kind: 'returned', retcode: data['retcode'], ret: data['return'] }, nowIso(d));
   if (event.type !== 'observed') return 'not_a_status_answer';
-  const committed = await commitEvent(d, record.request_id, event, { stale: 'keep', repeat: 'skip' });
+  const committed = await commitEvent(d, record.request_id, event, { stale: 'keep', repeat: 'skip', source: 'event_stream' });
   return committed.changed ? 'committed' : 'unchanged';
 }
 

@@ -6,13 +6,15 @@ import {
   isProtocolRecord,
   isRequestId,
   type ProtocolRequestRecord,
+  type RecordChange,
+  type RequestHistory,
   type RequestRecord,
   type RequestState,
 } from '@oduflow/protocol';
 import type { FileLock, PrivateDir } from '@oduflow/receipt-store';
 import type { StoreCrashPoint } from './crash-points.js';
 import { MasterRunnerError } from './errors.js';
-import { decodeRecord, encodeRecord } from './record-codec.js';
+import { creationHistoryEntry, decodeHistory, decodeRecord, encodeRecordWithHistory, withChange } from './record-codec.js';
 import { isRecordId, recordFileName } from './record-id.js';
 import { checkAdmissionKey, keyHashOfFileName, keyLockName, readKeyEntry, removeKeyEntry, writeKeyEntry, type KeyEntry } from './file-store-keys.js';
 import {
@@ -83,7 +85,7 @@ import {
  *   W2  targets/<minion>/<id>.json      the target's history entry                   → S2
  *   W3  unresolved/<minion>/<id>.json   when the record blocks                       → S3
  *   W3a outbox/<id>.json                when asked (an admission to publish)         → S7
- *   W4  requests/<id>.json              no-replace: the record exists                → S8 (with a key)
+ *   W4  requests/<id>.json              no-replace: the record (and its history) exists → S8 (with a key)
  *   W5  keys/<hash>.json                the key marked bound to the record
  * An index entry is only a pointer: readers read the record it points to and
  * keep it only if it exists, names that target (or none), and blocks. So an
@@ -114,8 +116,14 @@ import {
  * outbox units: a key unit reads one key file (and maybe one record), an
  * outbox claim reads the outbox (the admitted requests not yet published).
  *
+ * A request's history lives in its record's file (record-codec.ts): W4
+ * writes the record with its creation entry, and every update rewrites the
+ * file with the record and its history one entry longer, in the same atomic
+ * write. A crash therefore leaves both or neither, and a transition costs
+ * no extra write or fsync.
+ *
  * Identity (request id, minion id, JID) never changes, so neither do the
- * history entries. The blocking state is derived from the records themselves;
+ * index entries. The blocking state is derived from the records themselves;
  * the index only says where to look.
  */
 
@@ -336,7 +344,7 @@ class FileRecordStore implements RecordStore {
     });
   }
 
-  async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome> {
+  async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord, change: RecordChange): Promise<UpdateOutcome> {
     if (!isRecordId(requestId)) throw new MasterRunnerError('not_found', 'no record with that request id');
     return this.#shared(async () => {
       // Records are never removed, so a record seen here still exists under the
@@ -346,19 +354,30 @@ class FileRecordStore implements RecordStore {
       }
       const lock = await this.#lock(`request-${requestId}.lock`);
       try {
-        const before = await storeCall('reading a record', () => this.#read(requestId));
-        if (before === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
+        const stored = await storeCall('reading a record', () => this.#readStored(requestId));
+        if (stored === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
+        const before = stored.record;
         const after = decide(before);
         if (after === before) return { before, after, changed: false };
         if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
           throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
         }
-        await storeCall('writing a record', () => this.#replace(before, after));
+        await storeCall('writing a record', () => this.#replace(before, after, withChange(decodeHistory(stored.raw, requestId), before, after, change)));
         return { before, after, changed: true };
       } finally {
         lock.release();
       }
     });
+  }
+
+  async history(requestId: string): Promise<RequestHistory | undefined> {
+    if (!isRecordId(requestId)) return undefined;
+    return this.#shared(() =>
+      storeCall('reading a history', () => {
+        const stored = this.#readStored(requestId);
+        return stored === undefined ? undefined : decodeHistory(stored.raw, requestId);
+      }),
+    );
   }
 
   async claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim> {
@@ -556,6 +575,12 @@ class FileRecordStore implements RecordStore {
     return raw === undefined ? undefined : decodeRecord(raw, requestId);
   }
 
+  /** The record and what its file holds (the history beside it), read once. */
+  #readStored(requestId: string): { readonly record: RequestRecord; readonly raw: unknown } | undefined {
+    const raw = this.#dirs.requests.readJsonIfExists(recordFileName(requestId));
+    return raw === undefined ? undefined : { record: decodeRecord(raw, requestId), raw };
+  }
+
   /** The records stored under `ids` (missing ones skipped, duplicates once), in request-id order. */
   #readIds(ids: Iterable<string>): RequestRecord[] {
     const records: RequestRecord[] = [];
@@ -625,10 +650,10 @@ class FileRecordStore implements RecordStore {
     inSubdir(this.#dirs.unresolved, bucketOf(record.minion_id), false, (dir) => removeEntry(dir, record.request_id), undefined);
   }
 
-  /** Replaces a record, keeping invariant U (the unresolved entry before a blocking record, removed after). */
-  #replace(before: RequestRecord, after: RequestRecord): void {
+  /** Replaces a record and its history in one write, keeping invariant U (the unresolved entry before a blocking record, removed after). */
+  #replace(before: RequestRecord, after: RequestRecord, history: RequestHistory): void {
     if (isBlocking(after)) this.#markUnresolved(after);
-    this.#dirs.requests.writeJsonAtomic(recordFileName(after.request_id), encodeRecord(after), { replace: true });
+    this.#dirs.requests.writeJsonAtomic(recordFileName(after.request_id), encodeRecordWithHistory(after, history), { replace: true });
     this.#crashAt('S4');
     if (isBlocking(before) && !isBlocking(after)) this.#unmarkUnresolved(after);
   }
@@ -650,6 +675,7 @@ class FileRecordStore implements RecordStore {
     if (record.minion_id !== minionId) throw new MasterRunnerError('internal', 'a record was created under another target');
     const existing = this.#read(record.request_id);
     if (existing !== undefined) return { created: false, reason: 'request_exists', existing };
+    const history: RequestHistory = { entries: [creationHistoryEntry(record, options.source ?? 'dispatch')], dropped: 0 };
     const claim = options.key === undefined ? undefined : readKeyEntry(this.#dirs.keys, options.key.keyHash);
     if (options.key !== undefined) {
       // Still this admission's claim (a lapsed one not yet taken by another is): else store nothing.
@@ -689,7 +715,7 @@ class FileRecordStore implements RecordStore {
     // loses here; its reserved JID stays burned and its entries point to a
     // record of another target, which readers ignore: both harmless.
     try {
-      this.#dirs.requests.writeJsonAtomic(recordFileName(record.request_id), encodeRecord(record), { replace: false });
+      this.#dirs.requests.writeJsonAtomic(recordFileName(record.request_id), encodeRecordWithHistory(record, history), { replace: false });
     } catch (error) {
       if (isAlreadyExists(error)) {
         const winner = this.#read(record.request_id);

@@ -50,7 +50,7 @@ export { REDACTED_PATHS, createMasterLogger, silentLogger, type Logger, type Log
 export { DEFAULT_CALL_TIMEOUT_MS, resolveDeps, type MasterDeps, type ResolvedDeps } from './deps.js';
 export { capabilityCheckOf, checkCapability, readCapabilityAnswer, type CapabilityCheck, type CapabilityReading } from './capability.js';
 export { validateDispatchInput, type DispatchInput, type ValidDispatch } from './dispatch-input.js';
-export { dispatch, type DispatchResult } from './dispatch.js';
+export { dispatch, type DispatchOptions, type DispatchResult } from './dispatch.js';
 export {
   admissionKey,
   admit,

@@ -137,12 +137,12 @@ async function relayEntry(d: ResolvedDeps, settings: Settings, entry: OutboxEntr
     const capability = await checkCapability(d, record.minion_id);
     if (capability.kind === 'unreachable' || capability.kind === 'no_target') return skipped(capability.kind, record, 'defer');
     if (capability.kind === 'rejected') {
-      const committed = await commitEvent(d, requestId, capabilityFailed(nowIso(d), capability.rejection), { stale: 'keep' });
+      const committed = await commitEvent(d, requestId, capabilityFailed(nowIso(d), capability.rejection), { stale: 'keep', source: 'relay' });
       return skipped(capability.rejection.code, committed.after, 'remove');
     }
   }
 
-  const published = await publishPrepared(d, record, entry.stateDataJson);
+  const published = await publishPrepared(d, record, entry.stateDataJson, 'relay');
   switch (published.outcome) {
     case 'published':
     case 'publish_uncertain':

@@ -138,7 +138,7 @@ async function settle(d: ResolvedDeps, record: ProtocolRequestRecord, answer: Ca
   const observed = observationOf(event);
   // The same answer as the record holds: nothing to write, no lock to take.
   if (onlyObservedAgain(record, appliedOrKept(record, event))) return { outcome: 'unchanged', record, observed };
-  const committed = await commitEvent(d, record.request_id, event, { stale: 'keep', repeat: 'skip' });
+  const committed = await commitEvent(d, record.request_id, event, { stale: 'keep', repeat: 'skip', source: 'poller' });
   return { outcome: committed.changed ? 'committed' : 'unchanged', record: committed.after, observed };
 }
 

@@ -1,4 +1,4 @@
-import { isProtocolRecord, stateDigest, type RequestRecord, type TransportFailure } from '@oduflow/protocol';
+import { isProtocolRecord, stateDigest, type HistorySource, type RequestRecord, type TransportFailure } from '@oduflow/protocol';
 import { checkCapability, type CapabilityCheck } from './capability.js';
 import { resolveDeps, type MasterDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
@@ -17,6 +17,8 @@ export interface PublishPendingOptions {
   readonly requestId?: string;
   /** The high data of a `custom` request; its digest must equal the record's. State data is never stored. */
   readonly stateDataJson?: string;
+  /** Who publishes, for the request's history: the CLI (default) or a rollout. */
+  readonly source?: Extract<HistorySource, 'dispatch' | 'rollout'>;
 }
 
 /** Why publish-pending left a prepared request as it was. */
@@ -94,7 +96,7 @@ export async function publishPending(deps: MasterDeps, options: PublishPendingOp
       results.push(skipped(record, skipFor(capability)));
       continue;
     }
-    const published = await publishPrepared(d, record, text);
+    const published = await publishPrepared(d, record, text, options.source ?? 'dispatch');
     // Another worker recorded the intent first: it publishes, this one did not.
     results.push(published.outcome === 'already_publishing' ? skipped(published.record, 'already_publishing') : published);
   }

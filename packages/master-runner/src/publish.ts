@@ -1,4 +1,4 @@
-import { isProtocolRecord, type ProtocolRequestRecord, type RequestEvent, type RequestRecord, type TransportFailure } from '@oduflow/protocol';
+import { isProtocolRecord, type HistorySource, type ProtocolRequestRecord, type RequestEvent, type RequestRecord, type TransportFailure } from '@oduflow/protocol';
 import { commitEvent, nowIso } from './commit.js';
 import type { ResolvedDeps } from './deps.js';
 import { MasterRunnerError } from './errors.js';
@@ -40,12 +40,18 @@ function eventFor(outcome: PublishOutcome, at: string): RequestEvent {
  * Publishes a `prepared` record exactly once: the intent is committed first
  * (so a crash or a lost acknowledgement can never authorize a second
  * publication), then salt-api is called once, then its outcome is recorded.
- * `stateDataJson` must be the text whose digest the record carries.
+ * `stateDataJson` must be the text whose digest the record carries;
+ * `source` is who publishes (the CLI's dispatch or the service's relay).
  */
-export async function publishPrepared(deps: ResolvedDeps, record: ProtocolRequestRecord, stateDataJson: string): Promise<PublishResult> {
+export async function publishPrepared(
+  deps: ResolvedDeps,
+  record: ProtocolRequestRecord,
+  stateDataJson: string,
+  source: HistorySource,
+): Promise<PublishResult> {
   // Under the request lock: only a record still `prepared` takes the intent.
   // Otherwise another worker (or an operator) moved it on: publish nothing.
-  const intent = await commitEvent(deps, record.request_id, { type: 'intent_recorded', at: nowIso(deps) }, { stale: 'keep' });
+  const intent = await commitEvent(deps, record.request_id, { type: 'intent_recorded', at: nowIso(deps) }, { stale: 'keep', source });
   if (!intent.changed) return { outcome: 'already_publishing', record: intent.after };
   const publishing = intent.after;
   if (!isProtocolRecord(publishing)) throw new MasterRunnerError('internal', 'a legacy record reached publication');
@@ -58,7 +64,7 @@ export async function publishPrepared(deps: ResolvedDeps, record: ProtocolReques
   ]);
   deps.crashAt('P3');
 
-  const committed = await commitEvent(deps, publishing.request_id, eventFor(outcome, nowIso(deps)), { stale: 'keep' });
+  const committed = await commitEvent(deps, publishing.request_id, eventFor(outcome, nowIso(deps)), { stale: 'keep', source });
   switch (outcome.kind) {
     case 'acked':
       return { outcome: 'published', record: committed.after };

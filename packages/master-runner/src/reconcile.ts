@@ -40,6 +40,6 @@ export async function reconcile(deps: MasterDeps, requestId: string, input: Reco
   const d = resolveDeps(deps);
   if (!isRecordId(requestId)) throw new MasterRunnerError('invalid_input', 'not a request id', { detail: 'invalid_request_id' });
   const { reason, actor } = validate(input);
-  const { after } = await commitEvent(d, requestId, { type: 'reconciled', at: nowIso(d), reason, actor });
+  const { after } = await commitEvent(d, requestId, { type: 'reconciled', at: nowIso(d), reason, actor }, { source: 'reconcile' });
   return after;
 }

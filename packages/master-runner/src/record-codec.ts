@@ -6,7 +6,18 @@ import {
   isErrorCodeShape,
   isJid,
   isMinionId,
+  HistoryEntrySchema,
+  NO_HISTORY,
+  appendHistory,
+  changeEntry,
+  creationEntry,
+  nextSeq,
+  parseRequestHistory,
+  type HistoryEntry,
+  type HistorySource,
+  type RecordChange,
   type LegacyRequestRecord,
+  type RequestHistory,
   type ProtocolRequestRecord,
   type RecordReason,
   type Reconciliation,
@@ -32,7 +43,18 @@ import { isPlainObject } from './plain-object.js';
  *     no cause on `unknown`. Every such string came from a closed set and is
  *     read as the structured reason it meant; the record is written in the
  *     current shape the next time it changes.
+ *
+ * The file store keeps a request's history (@oduflow/protocol
+ * request-history.ts) in the record's own file, under one added key beside
+ * the record's fields, so a change and its history entry are one atomic
+ * write. Reading a record ignores the history (a JSON parse, no validation:
+ * lists stay as cheap as before); the history is validated when it is read
+ * for itself or extended. A file without the key (written before histories)
+ * has no history: "not kept", never an error.
  */
+
+/** The key a stored record's history is kept under (protocol 1 and legacy alike: a legacy record may have its own `history`). */
+const HISTORY_KEY = 'oduflow_history';
 
 /** The one key this runner adds to a legacy record: the operator's reconciliation. */
 export const LEGACY_RECONCILIATION_KEY = 'oduflow_reconciliation';
@@ -108,7 +130,7 @@ function decodeProtocolRecord(raw: Record<string, unknown>, requestId: string): 
 }
 
 function legacyFrom(raw: Record<string, unknown>, requestId: string): LegacyRequestRecord {
-  const { [LEGACY_RECONCILIATION_KEY]: reconciliation, ...original } = raw;
+  const { [LEGACY_RECONCILIATION_KEY]: reconciliation, [HISTORY_KEY]: _history, ...original } = raw;
   const target = LEGACY_TARGET_KEYS.map((k) => original[k]).find(isMinionId);
   const recorded = LEGACY_STATE_KEYS.map((k) => original[k]).find((v): v is string => typeof v === 'string' && LEGACY_STATE_WORD.test(v));
   const jid = original['jid'];
@@ -130,7 +152,22 @@ export function decodeRecord(raw: unknown, requestId: string): RequestRecord {
   if (!isPlainObject(raw)) throw corrupt(requestId, 'is not a JSON object');
   if (!Object.hasOwn(raw, 'protocol')) return legacyFrom(raw, requestId);
   if (raw['protocol'] !== 1) throw corrupt(requestId, 'names a protocol this runner does not speak');
-  return decodeProtocolRecord(raw, requestId);
+  if (!Object.hasOwn(raw, HISTORY_KEY)) return decodeProtocolRecord(raw, requestId);
+  const { [HISTORY_KEY]: _history, ...fields } = raw;
+  return decodeProtocolRecord(fields, requestId);
+}
+
+/** The history stored beside a record (`raw` as decodeRecord reads it); none for a file written before histories. */
+export function decodeHistory(raw: unknown, requestId: string): RequestHistory {
+  if (!isPlainObject(raw) || !Object.hasOwn(raw, HISTORY_KEY)) return NO_HISTORY;
+  const history = parseRequestHistory(raw[HISTORY_KEY]);
+  if (history === undefined) throw corrupt(requestId, 'has a history that is not valid');
+  return history;
+}
+
+/** The stored form of a record with its history (the file store's). */
+export function encodeRecordWithHistory(record: RequestRecord, history: RequestHistory): Record<string, unknown> {
+  return { ...encodeRecord(record), [HISTORY_KEY]: { entries: history.entries, dropped: history.dropped } };
 }
 
 /** The stored form of a record; a protocol-1 record that would not read back is refused before it is written. */
@@ -149,4 +186,33 @@ export function encodeRecord(record: RequestRecord): Record<string, unknown> {
   return record.reconciliation === null
     ? { ...record.legacy_fields }
     : { ...record.legacy_fields, [LEGACY_RECONCILIATION_KEY]: record.reconciliation };
+}
+
+function checkedEntry(entry: HistoryEntry, requestId: string): HistoryEntry {
+  const parsed = HistoryEntrySchema.safeParse(entry);
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path.map(String).join('.') ?? '';
+    throw new MasterRunnerError('internal', `refusing to store a history entry of request ${requestId}: field "${field}" is not valid`, { requestId });
+  }
+  return parsed.data;
+}
+
+/** The first entry of a new record's history (validated: a caller's source outside the closed set never reaches a store). */
+export function creationHistoryEntry(record: ProtocolRequestRecord, source: HistorySource): HistoryEntry {
+  return checkedEntry(creationEntry(record, source), record.request_id);
+}
+
+/** The entry numbered `seq` for a committed change from `before` to `after` (validated). */
+export function changeHistoryEntry(seq: number, before: RequestRecord, after: RequestRecord, change: RecordChange): HistoryEntry {
+  // A JavaScript caller may pass anything: it is refused before anything is written.
+  const given = change as unknown;
+  if (typeof given !== 'object' || given === null || change.event === ('created' as string)) {
+    throw new MasterRunnerError('internal', 'a record change needs the event and the source that made it', { requestId: after.request_id });
+  }
+  return checkedEntry(changeEntry(before, after, { event: change.event, source: change.source }, seq), after.request_id);
+}
+
+/** `history` with the entry for a committed change appended (see changeHistoryEntry). */
+export function withChange(history: RequestHistory, before: RequestRecord, after: RequestRecord, change: RecordChange): RequestHistory {
+  return appendHistory(history, changeHistoryEntry(nextSeq(history), before, after, change));
 }

@@ -1,4 +1,4 @@
-import type { ProtocolRequestRecord, RequestRecord, RequestState } from '@oduflow/protocol';
+import type { HistorySource, ProtocolRequestRecord, RecordChange, RequestHistory, RequestRecord, RequestState } from '@oduflow/protocol';
 
 /*
  * The store is shaped around short atomic units of work, not around files:
@@ -7,6 +7,12 @@ import type { ProtocolRequestRecord, RequestRecord, RequestState } from '@oduflo
  * The file store implements a unit with flock + atomic renames; a PostgreSQL
  * store implements the same unit as one transaction holding a row lock. No
  * unit ever waits on the network: callers do Salt I/O between units.
+ *
+ * Every committed change of a record (its creation included) adds one entry
+ * to the request's history (@oduflow/protocol request-history.ts) in the
+ * same durable step as the record: never one without the other. The file
+ * store keeps the history in the record's own file (no extra write or
+ * fsync), PostgreSQL in request_history rows of the same transaction.
  */
 
 export interface RecordFilter {
@@ -88,6 +94,8 @@ export type KeyClaim =
   | { readonly kind: 'in_flight' };
 
 export interface CreateOptions {
+  /** Who creates the record, for its history's first entry (default `dispatch`, the CLI's). */
+  readonly source?: HistorySource;
   /** Bind this claimed key (claimed under the record's request id) to the record. */
   readonly key?: AdmissionKey;
   /** Enqueue the record for the outbox relay; `stateDataJson` is the custom high data ('' for fixed profiles). */
@@ -161,8 +169,16 @@ export interface RecordStore {
    * error thrown by `decide` aborts the unit with nothing written. A store may
    * refuse a write that would leave two blocking records on one target
    * (`target_blocked`, nothing written); no protocol-1 transition does that.
+   * `change` says which event and which part of the master made the change:
+   * it becomes the history entry written with the record.
    */
-  updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome>;
+  updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord, change: RecordChange): Promise<UpdateOutcome>;
+  /**
+   * The request's history, oldest entry first (capped: see HISTORY_HEAD and
+   * HISTORY_TAIL), or undefined when there is no such record. A record that
+   * predates histories has no entries.
+   */
+  history(requestId: string): Promise<RequestHistory | undefined>;
   /** Claims an Idempotency-Key for an admission (see KeyClaim). */
   claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim>;
   /** Drops `requestId`'s live claim on the key (its admission stored nothing); a bound key is kept. */

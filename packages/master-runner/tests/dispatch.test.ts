@@ -245,10 +245,10 @@ describe('dispatch', () => {
     const store = world.store;
     // Holds the dispatch between persisting its prepared record and recording its intent.
     const gated: RecordStore = wrapStore(store, {
-      updateRequest: async (id, decide) => {
+      updateRequest: async (id, decide, change) => {
         arrived();
         await gate;
-        return store.updateRequest(id, decide);
+        return store.updateRequest(id, decide, change);
       },
     });
     const dispatching = dispatch({ ...world.deps, store: gated }, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });

@@ -211,6 +211,40 @@ describe('records at rest', () => {
     expect((await refusal(world.store.get(REQUEST_A))).code).toBe('store_corrupt');
   });
 
+  it('keeps a request history in the record file itself, beside the record, so a transition costs no extra write', async () => {
+    const result = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const onDisk = JSON.parse(readFileSync(join(world.storeRoot, 'requests', `${REQUEST_A}.json`), 'utf8')) as Record<string, unknown>;
+    const { oduflow_history: history, ...fields } = onDisk;
+    expect(fields).toEqual(result.record);
+    expect(history).toEqual(await world.store.history(REQUEST_A));
+    expect((await world.store.history(REQUEST_A))?.entries.map((e) => [e.seq, e.event, e.source, e.to_state])).toEqual([
+      [1, 'created', 'dispatch', 'prepared'],
+      [2, 'intent_recorded', 'dispatch', 'publishing'],
+      [3, 'publish_acked', 'dispatch', 'published'],
+    ]);
+  });
+
+  it('reads a record file written before histories as "history not kept", and keeps one from its next change on', async () => {
+    await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const path = join(world.storeRoot, 'requests', `${REQUEST_A}.json`);
+    const { oduflow_history: _dropped, ...older } = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    plant(world, 'requests', `${REQUEST_A}.json`, older);
+    expect(await world.store.get(REQUEST_A)).toEqual(older);
+    expect(await world.store.history(REQUEST_A)).toEqual({ entries: [], dropped: 0 });
+    await reconcile(world.deps, REQUEST_A, { reason: 'checked', actor: 'ops' });
+    expect((await world.store.history(REQUEST_A))?.entries.map((e) => [e.seq, e.from_state, e.to_state, e.source])).toEqual([[1, 'published', 'reconciled', 'reconcile']]);
+  });
+
+  it('stops with store_corrupt on a damaged history, and refuses to extend it, while the record still reads', async () => {
+    const result = await dispatch(world.deps, { minionId: MINION, profile: 'configure', requestId: REQUEST_A });
+    const onDisk = JSON.parse(readFileSync(join(world.storeRoot, 'requests', `${REQUEST_A}.json`), 'utf8')) as Record<string, unknown>;
+    plant(world, 'requests', `${REQUEST_A}.json`, { ...onDisk, oduflow_history: { entries: [{ seq: 1, note: 'hand edited' }], dropped: 0 } });
+    expect(await world.store.get(REQUEST_A)).toEqual(result.record);
+    expect((await refusal(world.store.history(REQUEST_A))).code).toBe('store_corrupt');
+    expect((await refusal(reconcile(world.deps, REQUEST_A, { reason: 'checked', actor: 'ops' }))).code).toBe('store_corrupt');
+    expect((await world.store.get(REQUEST_A))?.state).toBe('published');
+  });
+
   it('burns a JID whose record was never written (crash between the two create writes) and does not block', async () => {
     plant(world, 'jids', '20261129100000000000.json', { request_id: REQUEST_B, minion_id: MINION });
     const frozen = () => new Date('2026-11-29T10:00:00.000Z');
@@ -238,6 +272,9 @@ describe('records at rest', () => {
     expect(onDisk).toMatchObject(original);
     expect(onDisk['oduflow_reconciliation']).toMatchObject({ reason: 'old run checked on the host', actor: 'ops' });
     expect((await deps.store.get('old-dispatch-17'))?.state).toBe('reconciled');
+    // Its history starts at the reconciliation (the original fields never held one) and stays out of legacy_fields.
+    expect((await deps.store.history('old-dispatch-17'))?.entries).toMatchObject([{ seq: 1, from_state: 'legacy', to_state: 'reconciled', event: 'reconciled', source: 'reconcile' }]);
+    expect((await deps.store.get('old-dispatch-17')) as { legacy_fields: object }).not.toHaveProperty('legacy_fields.oduflow_history');
     expect((await preflight(deps)).clean).toBe(true);
     expect((await dispatch(deps, { minionId: MINION, profile: 'configure' })).outcome).toBe('published');
   });
@@ -431,14 +468,14 @@ describe('the indexes', () => {
       },
     });
     const blockingAgain = (r: RequestRecord): RequestRecord => ({ ...(r as ProtocolRequestRecord), state: 'unknown', reason: { code: 'unknown', cause: 'status_unknown' } });
-    await expect(crashing.store.updateRequest(REQUEST_A, blockingAgain)).rejects.toBe(interrupted);
+    await expect(crashing.store.updateRequest(REQUEST_A, blockingAgain, { event: 'observed', source: 'poller' })).rejects.toBe(interrupted);
     expect(entries('unresolved', MINION)).toEqual([`${REQUEST_A}.json`]);
     expect((await refusal(dispatch(world.deps, { minionId: MINION, profile: 'configure' }))).code).toBe('target_blocked');
   });
 
   it('creates no lock file named from a request id without a record or from an invalid minion id', async () => {
     const deps = await reopen();
-    expect(await refusal(deps.store.updateRequest('bad', (r) => r))).toMatchObject({ code: 'not_found' });
+    expect(await refusal(deps.store.updateRequest('bad', (r) => r, { event: 'observed', source: 'poller' }))).toMatchObject({ code: 'not_found' });
     expect(await refusal(reconcile(deps, REQUEST_A, { reason: 'x', actor: 'ops' }))).toMatchObject({ code: 'not_found' });
     expect(await refusal(deps.store.withTarget('../escape', () => Promise.resolve(undefined)))).toMatchObject({ code: 'invalid_input' });
     expect(await deps.store.list({ minionId: '../escape', unresolved: true })).toEqual([]);

@@ -87,12 +87,15 @@ describe('SIGKILL inside a create (real process)', () => {
       expect(entries('unresolved', MINION)).toEqual(point === 'S3' ? [`${requestId(1)}.json`] : []);
 
       const store = await open();
+      // No record, so no history: an entry never outlives the write it describes.
+      expect(await store.history(requestId(1))).toBeUndefined();
       expect(await blockerIds(store)).toEqual([]);
       expect(await store.list({ unresolved: true })).toEqual([]);
       expect(await store.withTarget(OTHER_MINION, (u) => u.create(prepared(2, OTHER_MINION, 1)))).toEqual({ created: false, reason: 'jid_taken' });
       expect(await store.withTarget(MINION, (u) => u.create(prepared(1, MINION, 5)))).toMatchObject({ created: true });
       expect(await blockerIds(store)).toEqual([requestId(1)]);
       expect((await store.list({ unresolved: true })).map((r) => r.jid)).toEqual([jid(5)]);
+      expect((await store.history(requestId(1)))?.entries.map((e) => [e.seq, e.event])).toEqual([[1, 'created']]);
     });
   }
 });
@@ -179,6 +182,11 @@ describe('SIGKILL inside an update (real process)', () => {
     await store.withTarget(MINION, (u) => u.create(prepared(1)));
     killed(await runStoreJob({ op: 'update', root, record: reconciled(prepared(1)), at: 'S4' }));
     expect((await store.get(requestId(1)))?.state).toBe('reconciled');
+    // The record and its history entry are one write: the change is there with its entry.
+    expect((await store.history(requestId(1)))?.entries.map((e) => [e.seq, e.event, e.to_state])).toEqual([
+      [1, 'created', 'prepared'],
+      [2, 'reconciled', 'reconciled'],
+    ]);
     expect(entries('unresolved', MINION)).toEqual([`${requestId(1)}.json`]);
 
     expect(await blockerIds(store)).toEqual([]);
@@ -196,7 +204,7 @@ describe('SIGKILL during migrate-store (real process)', () => {
     for (let n = 1; n <= 30; n += 1) {
       const minionId = n % 2 === 0 ? MINION : OTHER_MINION;
       await store.withTarget(minionId, (u) => u.create(prepared(n, minionId)));
-      if (n % 3 !== 0) await store.updateRequest(requestId(n), reconciled);
+      if (n % 3 !== 0) await store.updateRequest(requestId(n), reconciled, { event: 'reconciled', source: 'reconcile' });
     }
     await store.close();
     opened.splice(0);
@@ -237,7 +245,7 @@ describe('SIGKILL during migrate-store (real process)', () => {
     try {
       await migration.holding();
       expect(await refusal(running.withTarget(MINION, (u) => u.create(prepared(40))))).toMatchObject({ code: 'store_busy' });
-      expect(await refusal(running.updateRequest(requestId(3), reconciled))).toMatchObject({ code: 'store_busy' });
+      expect(await refusal(running.updateRequest(requestId(3), reconciled, { event: 'reconciled', source: 'reconcile' }))).toMatchObject({ code: 'store_busy' });
       expect(await refusal(running.list({ unresolved: true }))).toMatchObject({ code: 'store_busy' });
       expect(await refusal(createFileRecordStore({ root, lockWaitMs: 200 }))).toMatchObject({ code: 'store_busy' });
     } finally {

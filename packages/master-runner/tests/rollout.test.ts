@@ -83,6 +83,12 @@ describe('a rollout against the stand-in', () => {
       expect(row).toMatchObject({ outcome: 'succeeded', record_state: 'succeeded', passed: 60, total: 60, request_id: rolloutRequestId(report.rollout_id, row.minion_id) });
       expect(world.standIn.publicationsOf(row.request_id as string)).toBe(1);
       expect(await world.store.get(row.request_id as string)).toMatchObject({ state: 'succeeded', minion_id: row.minion_id });
+      // Its history says the rollout created and published it.
+      expect((await world.store.history(row.request_id as string))?.entries.slice(0, 3).map((e) => [e.event, e.source])).toEqual([
+        ['created', 'rollout'],
+        ['intent_recorded', 'rollout'],
+        ['publish_acked', 'rollout'],
+      ]);
     }
     expect([...publicationsPerMinion().values()]).toEqual([1, 1, 1, 1, 1]);
     expect(readRollout(workspace, report.run_id)).toEqual(report);

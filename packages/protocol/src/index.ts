@@ -107,3 +107,23 @@ export {
   type RequestEventOf,
   type RequestEventType,
 } from './transitions.js';
+export {
+  HISTORY_EVENTS,
+  HISTORY_HEAD,
+  HISTORY_MAX_ENTRIES,
+  HISTORY_SOURCES,
+  HISTORY_TAIL,
+  HistoryEntrySchema,
+  NO_HISTORY,
+  RequestHistorySchema,
+  appendHistory,
+  changeEntry,
+  creationEntry,
+  nextSeq,
+  parseRequestHistory,
+  type HistoryEntry,
+  type HistoryEvent,
+  type HistorySource,
+  type RecordChange,
+  type RequestHistory,
+} from './request-history.js';

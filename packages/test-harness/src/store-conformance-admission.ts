@@ -247,7 +247,7 @@ export function admissionConformanceCases(current: () => RecordStore): void {
       // A target holds one blocking record at a time (the PostgreSQL store refuses a second): 1–6 settle as they come.
       for (let n = 1; n <= 9; n += 1) {
         await create(record(n, { minionId: minion(n % 3) }));
-        if (n <= 6) await current().updateRequest(requestId(n), (r) => settle(r, n % 2 === 0 ? 'reconciled' : 'rejected'));
+        if (n <= 6) await current().updateRequest(requestId(n), (r) => settle(r, n % 2 === 0 ? 'reconciled' : 'rejected'), { event: 'observed', source: 'poller' });
       }
       for (const filter of [{}, { unresolved: true }, { minionId: minion(1) }, { states: ['prepared' as const] }, { states: ['reconciled' as const, 'prepared' as const] }]) {
         const all = await current().list(filter);
@@ -275,9 +275,9 @@ export function admissionConformanceCases(current: () => RecordStore): void {
       // One blocking record per target at a time: 1–4 settle as they come, 5 later.
       for (let n = 1; n <= 8; n += 1) {
         await create(record(n, { minionId: minion(n % 4) }));
-        if (n <= 4) await current().updateRequest(requestId(n), (r) => settle(r, n % 2 === 0 ? 'rejected' : 'reconciled'));
+        if (n <= 4) await current().updateRequest(requestId(n), (r) => settle(r, n % 2 === 0 ? 'rejected' : 'reconciled'), { event: 'observed', source: 'poller' });
       }
-      await current().updateRequest(requestId(5), (r) => settle(r, 'reconciled'));
+      await current().updateRequest(requestId(5), (r) => settle(r, 'reconciled'), { event: 'reconciled', source: 'reconcile' });
       expect(ids(await current().list({ minionIds: [minion(1), minion(2)] }))).toEqual([1, 2, 5, 6].map(requestId));
       expect(ids(await current().list({ minionIds: [minion(1), minion(2)], unresolved: true }))).toEqual([requestId(6)]);
       expect(ids(await current().list({ minionIds: [minion(1)], states: ['reconciled'] }))).toEqual([1, 5].map(requestId));
@@ -294,10 +294,10 @@ export function admissionConformanceCases(current: () => RecordStore): void {
     it('counts the records that block their target, by state', async () => {
       expect(await current().countUnresolved()).toEqual({});
       for (let n = 1; n <= 6; n += 1) await create(record(n, { minionId: minion(n) }));
-      await current().updateRequest(requestId(1), (r) => settle(r, 'publishing'));
-      await current().updateRequest(requestId(2), (r) => settle(r, 'published'));
-      await current().updateRequest(requestId(3), (r) => settle(r, 'published'));
-      await current().updateRequest(requestId(4), (r) => settle(r, 'reconciled'));
+      await current().updateRequest(requestId(1), (r) => settle(r, 'publishing'), { event: 'observed', source: 'poller' });
+      await current().updateRequest(requestId(2), (r) => settle(r, 'published'), { event: 'observed', source: 'poller' });
+      await current().updateRequest(requestId(3), (r) => settle(r, 'published'), { event: 'observed', source: 'poller' });
+      await current().updateRequest(requestId(4), (r) => settle(r, 'reconciled'), { event: 'reconciled', source: 'reconcile' });
       expect(await current().countUnresolved()).toEqual({ prepared: 2, publishing: 1, published: 2 });
     });
   });

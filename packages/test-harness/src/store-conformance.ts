@@ -9,6 +9,7 @@ import {
 } from '@oduflow/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { admissionConformanceCases } from './store-conformance-admission.js';
+import { historyConformanceCases } from './store-conformance-history.js';
 
 /*
  * The contract every RecordStore must meet (the embedded file store today,
@@ -136,7 +137,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
 
     it('keeps a JID reserved after its request is settled', async () => {
       await put(store, record(1));
-      await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'));
+      await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'), { event: 'reconciled', source: 'reconcile' });
       const outcome = await store.withTarget(MINION, (unit) => unit.create(record(2, MINION, 1)));
       expect(outcome).toEqual({ created: false, reason: 'jid_taken' });
     });
@@ -149,7 +150,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
 
     it('writes the record a unit decides and reports the change', async () => {
       await put(store, record(1));
-      const outcome = await store.updateRequest(requestId(1), (r) => step(r, 'intent_recorded'));
+      const outcome = await store.updateRequest(requestId(1), (r) => step(r, 'intent_recorded'), { event: 'observed', source: 'poller' });
       expect(outcome.changed).toBe(true);
       expect(outcome.before.state).toBe('prepared');
       expect(outcome.after.state).toBe('publishing');
@@ -158,7 +159,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
 
     it('writes nothing when a unit returns the record it was given', async () => {
       await put(store, record(1));
-      const outcome = await store.updateRequest(requestId(1), (r) => r);
+      const outcome = await store.updateRequest(requestId(1), (r) => r, { event: 'observed', source: 'poller' });
       expect(outcome.changed).toBe(false);
       expect(await store.get(requestId(1))).toEqual(record(1));
     });
@@ -168,18 +169,18 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
       await expect(
         store.updateRequest(requestId(1), () => {
           throw new Error('decided against it');
-        }),
+        }, { event: 'observed', source: 'poller' }),
       ).rejects.toThrow('decided against it');
       expect(await store.get(requestId(1))).toEqual(record(1));
     });
 
     it('refuses to update a request it does not hold', async () => {
-      expect(await codeOf(store.updateRequest(requestId(9), (r) => r))).toBe('not_found');
+      expect(await codeOf(store.updateRequest(requestId(9), (r) => r, { event: 'observed', source: 'poller' }))).toBe('not_found');
     });
 
     it('refuses an update that changes the identity of a record', async () => {
       await put(store, record(1));
-      const code = await codeOf(store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), jid: jid(99) })));
+      const code = await codeOf(store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), jid: jid(99) }), { event: 'observed', source: 'poller' }));
       expect(code).toBe('internal');
       expect(await store.get(requestId(1))).toEqual(record(1));
     });
@@ -193,15 +194,15 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
     it('stops reporting a blocker once its request is terminal or reconciled', async () => {
       await put(store, record(1));
       await put(store, record(2, OTHER_MINION));
-      await store.updateRequest(requestId(1), (r) => step(r, 'intent_recorded', 'publish_acked', 'observed'));
-      await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'reconciled'));
+      await store.updateRequest(requestId(1), (r) => step(r, 'intent_recorded', 'publish_acked', 'observed'), { event: 'observed', source: 'poller' });
+      await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'reconciled'), { event: 'observed', source: 'poller' });
       expect(await store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
       expect(await store.withTarget(OTHER_MINION, (u) => u.blockers())).toEqual([]);
     });
 
     it('lists records in request-id order and filters by target, state and resolution', async () => {
       await put(store, record(3));
-      await store.updateRequest(requestId(3), (r) => step(r, 'capability_failed'));
+      await store.updateRequest(requestId(3), (r) => step(r, 'capability_failed'), { event: 'observed', source: 'poller' });
       await put(store, record(1));
       await put(store, record(2, OTHER_MINION));
       expect((await store.list()).map((r) => r.request_id)).toEqual([requestId(1), requestId(2), requestId(3)]);
@@ -224,11 +225,11 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
       for (let n = 1; n <= 12; n += 1) {
         await put(store, record(n, minion(n % 8)));
         const events = settleFirst[n];
-        if (events !== undefined) await store.updateRequest(requestId(n), (r) => step(r, ...events));
+        if (events !== undefined) await store.updateRequest(requestId(n), (r) => step(r, ...events), { event: 'observed', source: 'poller' });
       }
-      await store.updateRequest(requestId(5), (r) => step(r, 'reconciled'));
-      await store.updateRequest(requestId(9), (r) => step(r, 'intent_recorded'));
-      await store.updateRequest(requestId(10), (r) => step(r, 'intent_recorded', 'publish_acked'));
+      await store.updateRequest(requestId(5), (r) => step(r, 'reconciled'), { event: 'reconciled', source: 'reconcile' });
+      await store.updateRequest(requestId(9), (r) => step(r, 'intent_recorded'), { event: 'observed', source: 'poller' });
+      await store.updateRequest(requestId(10), (r) => step(r, 'intent_recorded', 'publish_acked'), { event: 'observed', source: 'poller' });
       const all = await store.list();
       const blocking = all.filter(isBlocking);
       expect(blocking.map((r) => r.request_id)).toEqual([6, 7, 8, 9, 10, 11, 12].map(requestId));
@@ -245,7 +246,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
     it('finds a record by its JID, and nothing for a JID it does not hold or text that is not a JID', async () => {
       await put(store, record(1));
       await put(store, record(2, OTHER_MINION));
-      await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'publish_acked'));
+      await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'publish_acked'), { event: 'observed', source: 'poller' });
       expect(await store.getByJid(jid(1))).toEqual(await store.get(requestId(1)));
       expect(await store.getByJid(jid(2))).toMatchObject({ request_id: requestId(2), minion_id: OTHER_MINION, state: 'published' });
       expect(await store.getByJid(jid(3))).toBeUndefined();
@@ -267,9 +268,9 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
       for (let n = 1; n <= 11; n += 1) {
         await put(store, record(n, minion(n % 3)));
         const events = settle[n % 3] ?? [];
-        if (n <= 8) await store.updateRequest(requestId(n), (r) => step(r, ...events));
+        if (n <= 8) await store.updateRequest(requestId(n), (r) => step(r, ...events), { event: 'observed', source: 'poller' });
       }
-      await store.updateRequest(requestId(9), (r) => step(r, 'intent_recorded', 'publish_acked'));
+      await store.updateRequest(requestId(9), (r) => step(r, 'intent_recorded', 'publish_acked'), { event: 'observed', source: 'poller' });
       const scanned = async (filter: Parameters<RecordStore['scan']>[0], pageSize: number): Promise<string[]> => {
         const ids: string[] = [];
         for await (const page of store.scan(filter, { pageSize })) {
@@ -290,13 +291,13 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
 
     it('reports a record as unresolved and as a blocker whenever its stored state blocks, whichever way an update went', async () => {
       await put(store, record(1));
-      await store.updateRequest(requestId(1), (r) => step(r, 'capability_failed'));
+      await store.updateRequest(requestId(1), (r) => step(r, 'capability_failed'), { event: 'observed', source: 'poller' });
       expect(await store.list({ unresolved: true })).toEqual([]);
       // No event of protocol 1 does this (settled states are terminal); the store must not rely on it.
-      await store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), state: 'unknown', reason: { code: 'unknown', cause: 'status_unknown' } }));
+      await store.updateRequest(requestId(1), (r) => ({ ...(r as ProtocolRequestRecord), state: 'unknown', reason: { code: 'unknown', cause: 'status_unknown' } }), { event: 'observed', source: 'poller' });
       expect((await store.list({ unresolved: true })).map((r) => r.request_id)).toEqual([requestId(1)]);
       expect((await store.withTarget(MINION, (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(1)]);
-      await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'));
+      await store.updateRequest(requestId(1), (r) => step(r, 'reconciled'), { event: 'reconciled', source: 'reconcile' });
       expect(await store.list({ unresolved: true })).toEqual([]);
       expect(await store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
     });
@@ -304,7 +305,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
     it('serializes concurrent units on one request so no update is lost', async () => {
       await put(store, record(1));
       const bump = (r: RequestRecord): RequestRecord => ({ ...(r as ProtocolRequestRecord), publish_attempts: (r as ProtocolRequestRecord).publish_attempts + 1 });
-      await Promise.all(Array.from({ length: 20 }, () => store.updateRequest(requestId(1), bump)));
+      await Promise.all(Array.from({ length: 20 }, () => store.updateRequest(requestId(1), bump, { event: 'observed', source: 'poller' })));
       expect(((await store.get(requestId(1))) as ProtocolRequestRecord).publish_attempts).toBe(20);
     });
 
@@ -346,7 +347,7 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
       const minion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.toString(16).padStart(12, '0')}`;
       for (let n = 1; n <= 3; n += 1) {
         await put(store, record(n, minion(n % 3)));
-        await store.updateRequest(requestId(n), (r) => step(r, n === 2 ? 'capability_failed' : 'reconciled'));
+        await store.updateRequest(requestId(n), (r) => step(r, n === 2 ? 'capability_failed' : 'reconciled'), { event: 'observed', source: 'poller' });
       }
       for (let n = 4; n <= 6; n += 1) await put(store, record(n, minion(n % 3)));
       expect((await store.withTarget(minion(0), (u) => u.blockers())).map((r) => r.request_id)).toEqual([requestId(6)]);
@@ -368,5 +369,6 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
     });
 
     admissionConformanceCases(() => store);
+    historyConformanceCases(() => store);
   });
 }

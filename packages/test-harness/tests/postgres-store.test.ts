@@ -215,7 +215,7 @@ describe('PostgreSQL store: JIDs are unique for ever, across master instances', 
   it('keeps a JID reserved after its record settles, for every pool', async () => {
     const { a, b } = await twoMasters();
     await a.withTarget(MINION, (unit) => unit.create(record(1)));
-    await a.updateRequest(requestId(1), reconciled);
+    await a.updateRequest(requestId(1), reconciled, { event: 'reconciled', source: 'reconcile' });
     expect(await b.withTarget(minion(7), (unit) => unit.create(record(2, minion(7), 1)))).toEqual({ created: false, reason: 'jid_taken' });
   });
 });
@@ -294,10 +294,31 @@ describe('PostgreSQL store: migrations', () => {
     const { url, name } = await freshDatabase(false);
     expect(await migratePostgres({ connectionString: url })).toEqual({ from: 0, to: POSTGRES_SCHEMA_VERSION });
     const tables = await sql(name, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'oduflow'");
-    expect(tables).toBe('idempotency_keys,jids,outbox,requests,schema_migrations,targets');
+    expect(tables).toBe('idempotency_keys,jids,outbox,request_history,requests,schema_migrations,targets');
     expect(await migratePostgres({ connectionString: url })).toEqual({ from: POSTGRES_SCHEMA_VERSION, to: POSTGRES_SCHEMA_VERSION });
-    expect(await sql(name, 'SELECT string_agg(version::text, \',\') FROM oduflow.schema_migrations')).toBe(String(POSTGRES_SCHEMA_VERSION));
+    const versions = Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1).join(',');
+    expect(await sql(name, "SELECT string_agg(version::text, ',' ORDER BY version) FROM oduflow.schema_migrations")).toBe(versions);
     expect(await sql(name, "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'oduflow'")).toBe(tables);
+  });
+
+  it('brings a version 1 database with records to version 2: their history was not kept, and starts at their next change', async () => {
+    const { url, name } = await freshDatabase();
+    const before = await open({ connectionString: url });
+    expect((await before.withTarget(MINION, (unit) => unit.create(record(1)))).created).toBe(true);
+    await before.close();
+    // What a release before histories left: the version 1 schema, no history table.
+    await sql(name, 'DROP TABLE oduflow.request_history');
+    await sql(name, 'DELETE FROM oduflow.schema_migrations WHERE version = 2');
+    const refused = await failure(createPostgresRecordStore({ connectionString: url }));
+    expect([refused.code, refused.detail]).toEqual(['store_format', 'needs_migration']);
+    expect(await migratePostgres({ connectionString: url })).toEqual({ from: 1, to: 2 });
+    const store = await open({ connectionString: url });
+    expect(await store.get(requestId(1))).toEqual(record(1));
+    expect(await store.history(requestId(1))).toEqual({ entries: [], dropped: 0 });
+    await store.updateRequest(requestId(1), reconciled, { event: 'reconciled', source: 'reconcile' });
+    expect((await store.history(requestId(1)))?.entries).toEqual([
+      { seq: 1, at: AT, from_state: 'prepared', to_state: 'reconciled', event: 'reconciled', source: 'reconcile', observed: null, reason_code: null },
+    ]);
   });
 
   it('migrates once when several migrators run at the same time', async () => {
@@ -408,7 +429,7 @@ describe('PostgreSQL store: records at rest', () => {
       () => a.getByJid(jid(1)),
       () => a.list(),
       () => a.withTarget(MINION, (unit) => unit.blockers()),
-      () => a.updateRequest(requestId(1), reconciled),
+      () => a.updateRequest(requestId(1), reconciled, { event: 'reconciled', source: 'reconcile' }),
       async () => {
         for await (const _page of a.scan({}, { pageSize: 1 })) {
           // Each page is one read; draining them is the call.
@@ -443,7 +464,7 @@ describe('PostgreSQL store: a unit and its connection', () => {
       const [got, listed, updated] = await Promise.all([
         store.get(requestId(1)),
         store.list({ unresolved: true }),
-        store.updateRequest(requestId(9), reconciled),
+        store.updateRequest(requestId(9), reconciled, { event: 'reconciled', source: 'reconcile' }),
       ]);
       return { created: created.created, got: got?.request_id, listed: listed.map((r) => r.request_id), state: updated.after.state };
     });
@@ -474,7 +495,7 @@ describe('PostgreSQL store: a unit and its connection', () => {
     await expect(
       store.withTarget(MINION, async (unit) => {
         await unit.create(record(1));
-        await store.updateRequest(requestId(9), reconciled);
+        await store.updateRequest(requestId(9), reconciled, { event: 'reconciled', source: 'reconcile' });
         throw boom;
       }),
     ).rejects.toBe(boom);

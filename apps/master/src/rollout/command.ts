@@ -84,6 +84,7 @@ function emptyStore(location: string): RecordStore {
     getByJid: () => Promise.resolve(undefined),
     list: () => Promise.resolve([]),
     countUnresolved: () => Promise.resolve({}),
+    history: () => Promise.resolve(undefined),
     scan: () => ({ [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true as const, value: undefined }) }) }),
     withTarget: refuse,
     updateRequest: refuse,

@@ -13,7 +13,9 @@ import {
   ReconcileBodySchema,
   RecordListSchema,
   RecordViewSchema,
+  RequestHistoryViewSchema,
   RequestIdParamsSchema,
+  historyView,
   recordView,
 } from './schemas.js';
 import type { Principal } from './tokens.js';
@@ -172,6 +174,32 @@ export function registerRequestRoutes(app: FastifyInstance, ctx: ServiceContext)
       const record = await ctx.deps.store.get(requestId(request.params.id));
       if (!owned(ctx, principal, record)) throw notFound();
       return recordView(record);
+    },
+  );
+
+  r.get(
+    '/v1/requests/:id/history',
+    {
+      config: { scope: 'read' },
+      schema: {
+        operationId: 'getRequestHistory',
+        summary: 'One request’s history: each committed change with its time and source of evidence',
+        description:
+          'Written by the store in the same atomic step as each change of the record. Closed codes only: never state data, output or an operator’s reason (the record has that). Capped per request.',
+        tags: ['requests'],
+        security,
+        params: RequestIdParamsSchema,
+        response: { 200: RequestHistoryViewSchema, ...problemResponses('invalid_request', 'unauthorized', 'forbidden', 'not_found') },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const id = requestId(request.params.id);
+      // Ownership is the record's, exactly as GET /v1/requests/{id} decides it.
+      if (!owned(ctx, principal, await ctx.deps.store.get(id))) throw notFound();
+      const history = await ctx.deps.store.history(id);
+      if (history === undefined) throw notFound();
+      return historyView(id, history);
     },
   );
 

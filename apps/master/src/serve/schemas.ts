@@ -1,4 +1,15 @@
-import { InstantSchema, PROFILES, REQUEST_STATES, RequestRecordSchema, isMinionId, type RequestRecord } from '@oduflow/protocol';
+import {
+  HISTORY_HEAD,
+  HISTORY_TAIL,
+  HistoryEntrySchema,
+  InstantSchema,
+  PROFILES,
+  REQUEST_STATES,
+  RequestRecordSchema,
+  isMinionId,
+  type RequestHistory,
+  type RequestRecord,
+} from '@oduflow/protocol';
 import { z } from 'zod';
 
 /*
@@ -51,6 +62,22 @@ export function recordView(record: RequestRecord): RecordView {
   if (record.protocol === 1) return record;
   const { legacy_fields: _hidden, ...shown } = record;
   return shown;
+}
+
+export const RequestHistoryViewSchema = z
+  .strictObject({
+    request_id: z.string(),
+    kept: z.boolean().describe('false: the record predates request histories (its entries were not kept)'),
+    entries: z
+      .array(HistoryEntrySchema.meta({ id: 'HistoryEntry', description: 'One committed change of the record: when, from which state to which, by which event and part of the master' }))
+      .describe(`oldest first; the first ${HISTORY_HEAD} and the last ${HISTORY_TAIL} entries are kept`),
+    dropped: z.number().int().min(0).describe('entries let go between the first and the last ones (seq numbers show the gap)'),
+  })
+  .meta({ id: 'RequestHistory' });
+export type RequestHistoryView = z.infer<typeof RequestHistoryViewSchema>;
+
+export function historyView(requestId: string, history: RequestHistory): RequestHistoryView {
+  return { request_id: requestId, kept: history.entries.length > 0, entries: [...history.entries], dropped: history.dropped };
 }
 
 export const RequestIdParamsSchema = z.strictObject({ id: z.string().max(255).describe('a request id (a UUID, or a legacy record name)') });

@@ -112,6 +112,32 @@ describe('the operator dashboard', () => {
     expect(await attributes(steps, 'data-step')).toEqual(['prepared', 'intent', 'publication', 'answer', 'outcome']);
     await expect.poll(() => steps.nth(3).textContent()).toContain('latest answer: unknown');
     expect(await steps.nth(4).textContent()).toContain('never executed again');
+    // Every step takes its time and its source from the request's history: creation, intent, ack, the last answer, the outcome.
+    const history = await world.store.history(idOf(seeded.unknown));
+    const entries = history?.entries ?? [];
+    expect(entries.map((e) => [e.event, e.source])).toEqual([
+      ['created', 'admission'],
+      ['intent_recorded', 'relay'],
+      ['publish_acked', 'relay'],
+      ['observed', 'poller'],
+      ['observed', 'event_stream'],
+    ]);
+    const evidence = [entries[0], entries[1], entries[2], entries[4], entries[4]];
+    expect(await attributes(steps.locator('.step-head time'), 'datetime')).toEqual(evidence.map((e) => e?.at));
+    expect(await attributes(steps.locator('.step-source'), 'data-evidence')).toEqual(['history', 'history', 'history', 'history', 'history']);
+    const sources = await steps.locator('.step-source').allTextContents();
+    expect(sources).toEqual([
+      'Evidence: history #1: an HTTP admission (created)',
+      'Evidence: history #2: the outbox relay (intent_recorded)',
+      'Evidence: history #3: the outbox relay (publish_acked)',
+      'Evidence: history #5: salt-api’s event stream (observed)',
+      'Evidence: history #5: salt-api’s event stream (observed)',
+    ]);
+    expect(await page.getByText('time not kept by the record').count()).toBe(0);
+    const rows = page.locator('[data-testid="history"] tbody tr');
+    expect(await attributes(rows, 'data-seq')).toEqual(['1', '2', '3', '4', '5']);
+    expect(await rows.nth(3).textContent()).toContain('poller');
+    expect(await attributes(rows.locator('time'), 'datetime')).toEqual(entries.map((e) => e.at));
     const r = seeded.unknown;
     if (r.protocol !== 1) throw new Error('seed: not a protocol record');
     const expected = canonicalJson({ protocol: 1, minion_id: r.minion_id, request_id: r.request_id, jid: r.jid, profile: r.profile, state_digest: '', status: 'unknown', passed: 0, total: 0 });

@@ -41,6 +41,7 @@ describe('GET /openapi.json', () => {
         '/v1/events',
         '/v1/requests',
         '/v1/requests/{id}',
+        '/v1/requests/{id}/history',
         '/v1/requests/{id}/reconcile',
         '/v1/rollouts',
         '/v1/rollouts/{id}',
@@ -59,6 +60,13 @@ describe('GET /openapi.json', () => {
     expect(document.components.securitySchemes['bearer']).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(Object.keys(document.components.schemas['RequestRecord']?.properties ?? {})).toContain('state_digest');
     expect(Object.keys(document.components.schemas['CreateRequest']?.properties ?? {}).sort()).toEqual(['minion_id', 'profile', 'state_data']);
+    const history = document.paths['/v1/requests/{id}/history']?.['get'];
+    expect(history?.security).toEqual([{ bearer: [] }]);
+    expect(Object.keys(history?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '404', '500']);
+    expect(Object.keys(document.components.schemas['RequestHistory']?.properties ?? {}).sort()).toEqual(['dropped', 'entries', 'kept', 'request_id']);
+    expect(Object.keys(document.components.schemas['HistoryEntry']?.properties ?? {}).sort()).toEqual(
+      ['at', 'event', 'from_state', 'observed', 'reason_code', 'seq', 'source', 'to_state'],
+    );
   });
 });
 

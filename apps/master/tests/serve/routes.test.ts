@@ -92,8 +92,11 @@ describe('tenant isolation', () => {
       404,
       'not_found',
     );
+    expectProblem(await world.call({ method: 'GET', url: `/v1/requests/${id}/history`, token: TOKENS.acmeAll }), 404, 'not_found');
+    expectProblem(await world.call({ method: 'GET', url: '/v1/requests/00000000-0000-4000-8000-000000000001/history', token: TOKENS.acmeAll }), 404, 'not_found');
     // Its own tenant sees it.
     expect((await world.call({ method: 'GET', url: `/v1/requests/${id}`, token: TOKENS.globexAll })).statusCode).toBe(200);
+    expect((await world.call({ method: 'GET', url: `/v1/requests/${id}/history`, token: TOKENS.globexAll })).statusCode).toBe(200);
   });
 
   it("never lists another tenant's requests, even when asked by minion id", async () => {
@@ -265,6 +268,32 @@ describe('GET /v1/requests and /v1/requests/{id}', () => {
   });
 });
 
+describe('GET /v1/requests/{id}/history', () => {
+  it('shows each committed change with its time and source: admission, relay, then the minion’s answer', async () => {
+    const record = (await admit(ACME_A)).json<ProtocolRequestRecord>();
+    const done = await settled(record.request_id);
+    const response = await world.call({ method: 'GET', url: `/v1/requests/${record.request_id}/history`, token: TOKENS.acmeRead });
+    expect(response.statusCode).toBe(200);
+    const history = response.json<{ request_id: string; kept: boolean; dropped: number; entries: Record<string, unknown>[] }>();
+    expect(history).toMatchObject({ request_id: record.request_id, kept: true, dropped: 0 });
+    expect(history.entries.slice(0, 3)).toEqual([
+      { seq: 1, at: record.created_at, from_state: null, to_state: 'prepared', event: 'created', source: 'admission', observed: null, reason_code: null },
+      expect.objectContaining({ seq: 2, from_state: 'prepared', to_state: 'publishing', event: 'intent_recorded', source: 'relay' }),
+      expect.objectContaining({ seq: 3, from_state: 'publishing', event: 'publish_acked', source: 'relay' }),
+    ]);
+    const last = history.entries.at(-1);
+    expect(last).toMatchObject({ to_state: 'succeeded', event: 'observed', observed: 'succeeded', at: done.updated_at });
+    // The return arrives on the event stream or by a poll, whichever commits first; either names itself.
+    expect(['event_stream', 'poller']).toContain(last?.['source']);
+    expect(history.entries.map((e) => e['seq'])).toEqual(history.entries.map((_, i) => i + 1));
+  });
+
+  it('needs a token: 401 without one, and 400 for an id that is not one', async () => {
+    expectProblem(await world.call({ method: 'GET', url: '/v1/requests/6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f/history' }), 401, 'unauthorized');
+    expectProblem(await world.call({ method: 'GET', url: '/v1/requests/not%20an%20id/history', token: TOKENS.acmeRead }), 400, 'invalid_request');
+  });
+});
+
 describe('GET /v1/targets/{minion_id}', () => {
   it('says whether the target is blocked and by which request', async () => {
     expect((await world.call({ method: 'GET', url: `/v1/targets/${ACME_A}`, token: TOKENS.acmeRead })).json()).toEqual({
@@ -301,6 +330,11 @@ describe('POST /v1/requests/{id}/reconcile', () => {
     });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ state: 'reconciled', reconciliation: { actor: 'acme-oncall', reason: 'checked on the host: the state did not run' } });
+    const history = await world.call({ method: 'GET', url: `/v1/requests/${record.request_id}/history`, token: TOKENS.acmeRead });
+    expect(history.json<{ entries: unknown[] }>().entries.at(-1)).toMatchObject({ from_state: 'unknown', to_state: 'reconciled', event: 'reconciled', source: 'reconcile' });
+    // The operator's reason and actor stay on the record; the history holds closed codes only.
+    expect(history.body).not.toContain('checked on the host');
+    expect(history.body).not.toContain('acme-oncall');
     expect((await world.call({ method: 'GET', url: `/v1/targets/${ACME_A}`, token: TOKENS.acmeRead })).json()).toMatchObject({ blocked: false });
   });
 

@@ -1,7 +1,8 @@
-import { isJid, isMinionId, isRequestId, type ProtocolRequestRecord, type RequestRecord, type RequestState } from '@oduflow/protocol';
+import { isJid, isMinionId, isRequestId, type ProtocolRequestRecord, type RecordChange, type RequestHistory, type RequestRecord, type RequestState } from '@oduflow/protocol';
 import { MasterRunnerError } from '../errors.js';
 // The same key rules as the file store (one owner): SHA-256 hex hash and fingerprint, printable tenant and actor.
 import { checkAdmissionKey as checkKey } from '../file-store-keys.js';
+import { changeHistoryEntry, creationHistoryEntry } from '../record-codec.js';
 import type {
   AdmissionKey,
   ClaimKeyOptions,
@@ -20,6 +21,7 @@ import type {
 import { resolveConnection, type PostgresStoreOptions } from './connection.js';
 import { Database, type Query, type UnitScope } from './database.js';
 import { limitOf, pageSizeOf, whereOf } from './filters.js';
+import { appendEntry, readHistory } from './history.js';
 import { bindKey, claimKey, expireKeys, holdsClaim, releaseKey } from './keys.js';
 import { checkSchemaVersion, readSchemaVersion } from './migrate.js';
 import { claimOutbox, deferOutbox, enqueue, removeOutbox } from './outbox.js';
@@ -34,8 +36,9 @@ import { ONE_BLOCKING_PER_TARGET, SCHEMA } from './schema.js';
  *   withTarget     BEGIN; the target's row FOR UPDATE (inserted on first use); the work; COMMIT
  *   create         (inside it, as a savepoint) the JID row (ON CONFLICT: jid_taken), the request
  *                  row (ON CONFLICT on the id: request_exists; the one-blocking index: target_blocked),
- *                  the outbox row and the key binding: all or nothing
- *   updateRequest  BEGIN; the request row FOR UPDATE; decide() on what is stored; UPDATE; COMMIT
+ *                  its first history row, the outbox row and the key binding: all or nothing
+ *   updateRequest  BEGIN; the request row FOR UPDATE; decide() on what is stored; UPDATE;
+ *                  the history row (and the one it pushes out of the cap); COMMIT
  * Reads outside a unit are single statements. No unit waits on the
  * network: callers do Salt I/O between units. A row lock waited on for
  * longer than lockTimeoutMs fails store_busy (lock_timeout, 55P03).
@@ -82,6 +85,7 @@ async function lockTarget(q: Query, minionId: string): Promise<void> {
 }
 
 async function createIn(q: Query, minionId: string, record: ProtocolRequestRecord, options: CreateOptions | undefined): Promise<CreateOutcome> {
+  const first = creationHistoryEntry(record, options?.source ?? 'dispatch');
   const existing = await selectRecord(q, record.request_id);
   if (existing !== undefined) return { created: false, reason: 'request_exists', existing };
   const key = options?.key;
@@ -106,6 +110,7 @@ async function createIn(q: Query, minionId: string, record: ProtocolRequestRecor
     if (winner === undefined) throw new MasterRunnerError('internal', 'a request id conflicted with no stored record');
     throw new CallerError(new Undo({ created: false, reason: 'request_exists', existing: winner }));
   }
+  await appendEntry(q, record.request_id, first);
   const at = new Date(record.created_at);
   if (options?.outbox !== undefined) {
     if (typeof options.outbox.stateDataJson !== 'string') throw new MasterRunnerError('invalid_input', 'outbox state data must be a string');
@@ -203,7 +208,7 @@ class PostgresRecordStore implements RecordStore {
     );
   }
 
-  async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord): Promise<UpdateOutcome> {
+  async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord, change: RecordChange): Promise<UpdateOutcome> {
     if (!isRequestId(requestId)) throw new MasterRunnerError('not_found', 'no record with that request id');
     try {
       return await pgCall('updating a record', () =>
@@ -221,6 +226,8 @@ class PostgresRecordStore implements RecordStore {
             throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
           }
           const [, , , state, blocking, record] = rowValues(after);
+          // Validated here, numbered by the database (appendEntry): the seq given is a placeholder.
+          const entry = changeHistoryEntry(1, before, after, change);
           try {
             await q(`UPDATE ${REQUESTS} SET state = $2, blocking = $3, record = $4::jsonb, written_at = now() WHERE request_id = $1`, [
               requestId,
@@ -232,6 +239,7 @@ class PostgresRecordStore implements RecordStore {
             if (isOneBlockingViolation(error)) throw new CallerError(new Blocked(before.minion_id));
             throw error;
           }
+          await appendEntry(q, requestId, entry);
           return { before, after, changed: true };
         }),
       );
@@ -239,6 +247,11 @@ class PostgresRecordStore implements RecordStore {
       if (error instanceof Blocked) throw await this.#blocked((fn) => this.#db.read(fn), error.minionId, requestId);
       throw error;
     }
+  }
+
+  async history(requestId: string): Promise<RequestHistory | undefined> {
+    if (!isRequestId(requestId)) return undefined;
+    return pgCall('reading a history', () => this.#db.read((q) => readHistory(q, requestId)));
   }
 
   async claimKey(key: AdmissionKey, options: ClaimKeyOptions): Promise<KeyClaim> {

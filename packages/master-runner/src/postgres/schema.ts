@@ -16,7 +16,12 @@
  *   - requests_record_matches: the indexed columns are the record's own;
  *   - idempotency_keys: one row per scoped key hash; a claim has a lease, a
  *     bound key its binding time, never both;
- *   - outbox: at most one entry per request, and only for a stored request.
+ *   - outbox: at most one entry per request, and only for a stored request;
+ *   - request_history (version 2): a request's history entries, only for a
+ *     stored request, numbered per request; written by the same transaction
+ *     as the record change they describe, and pruned there to the protocol's
+ *     cap (history.ts). A request stored before version 2 has no rows until
+ *     its next change: its history was not kept.
  * Identifiers sort byte-wise (COLLATE "C"), as the file store's names do, so
  * list() and keyset pages have the same order in every database locale.
  */
@@ -24,7 +29,7 @@
 export const SCHEMA = 'oduflow';
 
 /** The schema version this release reads and writes. */
-export const POSTGRES_SCHEMA_VERSION = 1;
+export const POSTGRES_SCHEMA_VERSION = 2;
 
 export interface Migration {
   readonly version: number;
@@ -106,6 +111,24 @@ CREATE TABLE ${SCHEMA}.outbox (
   claimed_until timestamptz
 );
 CREATE INDEX outbox_by_age ON ${SCHEMA}.outbox (enqueued_at, request_id);
+`,
+  },
+  {
+    version: 2,
+    description: 'request history',
+    sql: `
+CREATE TABLE ${SCHEMA}.request_history (
+  request_id text COLLATE "C" NOT NULL REFERENCES ${SCHEMA}.requests (request_id),
+  seq integer NOT NULL CHECK (seq > 0),
+  at text COLLATE "C" NOT NULL,
+  from_state text COLLATE "C",
+  to_state text COLLATE "C" NOT NULL,
+  event text COLLATE "C" NOT NULL,
+  source text COLLATE "C" NOT NULL,
+  observed text COLLATE "C",
+  reason_code text COLLATE "C",
+  PRIMARY KEY (request_id, seq)
+);
 `,
   },
 ];

@@ -208,7 +208,11 @@ class BatchStage {
     const { minion_id: minionId } = row;
     const spec = this.#spec;
     try {
-      const result = await dispatch(this.#d, { minionId, profile: spec.profile, requestId, ...(spec.profile === 'custom' ? { stateDataJson: spec.stateDataJson } : {}) });
+      const result = await dispatch(
+        this.#d,
+        { minionId, profile: spec.profile, requestId, ...(spec.profile === 'custom' ? { stateDataJson: spec.stateDataJson } : {}) },
+        { source: 'rollout' },
+      );
       if (result.outcome === 'rejected') return rejectedRow(minionId, requestId, result.rejection, result.record.state);
       if (result.outcome === 'existing' && result.record.state === 'prepared') return await this.#publishPrepared(row);
       return rowOfRecord(result.record, false);
@@ -234,7 +238,7 @@ class BatchStage {
    */
   async #publishPrepared(row: TargetRow): Promise<TargetRow> {
     const requestId = row.request_id as string;
-    const [result] = await publishPending(this.#d, { requestId, ...(this.#spec.profile === 'custom' ? { stateDataJson: this.#spec.stateDataJson } : {}) });
+    const [result] = await publishPending(this.#d, { requestId, source: 'rollout', ...(this.#spec.profile === 'custom' ? { stateDataJson: this.#spec.stateDataJson } : {}) });
     if (result === undefined) {
       const record = await this.#d.store.get(requestId);
       if (record === undefined) throw new MasterRunnerError('internal', 'a request of this rollout disappeared from the store', { requestId });

@@ -58,7 +58,10 @@ async function run(): Promise<unknown> {
   const store = await createFileRecordStore({ root: job.root, lockWaitMs: 10_000, ...seam });
   try {
     const record = recordOf(job.record);
-    if (job.op === 'update') return await store.updateRequest(record.request_id, () => record);
+    if (job.op === 'update') {
+      const change = record.state === 'reconciled' ? ({ event: 'reconciled', source: 'reconcile' } as const) : ({ event: 'observed', source: 'poller' } as const);
+      return await store.updateRequest(record.request_id, () => record, change);
+    }
     if (record.protocol !== 1) throw new Error('only protocol 1 records are created');
     const { key, outbox } = job;
     if (key !== undefined) {

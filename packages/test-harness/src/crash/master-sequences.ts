@@ -1,4 +1,4 @@
-import { applyEvent, createRequestRecord, isBlocking, isProtocolRecord, type ProtocolRequestRecord, type RequestRecord, type StatusAnswer } from '@oduflow/protocol';
+import { applyEvent, createRequestRecord, isBlocking, isProtocolRecord, type ProtocolRequestRecord, type RequestHistory, type RequestRecord, type StatusAnswer } from '@oduflow/protocol';
 import { mkdirSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -69,6 +69,8 @@ export interface MasterOutcome {
   /** migrate-store was run because open said so. */
   readonly migrated?: boolean;
   readonly record?: RequestRecord;
+  /** The request's history as the store reads it after the crash (undefined: no record). */
+  readonly history?: RequestHistory;
   readonly byJid?: RequestRecord;
   readonly all: readonly string[];
   readonly unresolved: readonly string[];
@@ -139,6 +141,7 @@ async function recoverOne(root: string, spec: MasterSequenceSpec): Promise<Maste
       const stored = spec.request === undefined ? undefined : await store.get(spec.request);
       if (stored !== undefined && !isProtocolRecord(stored)) throw new Error('a sequence left a legacy record');
       const record = stored;
+      const history = spec.request === undefined ? undefined : await store.history(spec.request);
       const byJid = record === undefined ? undefined : await store.getByJid(record.jid);
       const all = ids(await store.list());
       const unresolved = ids(await store.list({ unresolved: true }));
@@ -157,6 +160,7 @@ async function recoverOne(root: string, spec: MasterSequenceSpec): Promise<Maste
         open,
         migrated,
         ...(record === undefined ? {} : { record }),
+        ...(history === undefined ? {} : { history }),
         ...(byJid === undefined ? {} : { byJid }),
         all,
         unresolved,
@@ -192,6 +196,12 @@ function judgeMaster(spec: MasterSequenceSpec, outcome: MasterOutcome, position:
   const allowed = new Set([...(spec.table[position.after] ?? []), ...(spec.table[position.before] ?? [])]);
   if (spec.request !== undefined && !allowed.has(view)) problems.push(`the record is ${view}; allowed here: ${[...allowed].join(', ')}`);
   const record = outcome.record;
+  // The history and the record are one write: its last entry is the record's last change, never one ahead or behind.
+  if (record === undefined && outcome.history !== undefined) problems.push('a history exists without its record');
+  const last = outcome.history?.entries.at(-1);
+  if (record !== undefined && isProtocolRecord(record) && last !== undefined && (last.to_state !== record.state || last.at !== record.updated_at)) {
+    problems.push(`the history's last entry (${last.to_state} at ${last.at}) is not the record's last change (${record.state} at ${record.updated_at})`);
+  }
   if (record !== undefined) {
     const id = record.request_id;
     if (!outcome.all.includes(id)) problems.push('list() does not return the record');
@@ -227,7 +237,7 @@ async function createIn(root: string, records: readonly RequestRecord[]): Promis
       if (!isProtocolRecord(record)) throw new Error('setup makes protocol records only');
       const created = await store.withTarget(record.minion_id, (u) => u.create(prepared(record.request_id, record.minion_id, record.jid)));
       if (!created.created) throw new Error(`setup could not create ${record.request_id}`);
-      if (record.state !== 'prepared') await store.updateRequest(record.request_id, () => record);
+      if (record.state !== 'prepared') await store.updateRequest(record.request_id, () => record, { event: 'observed', source: 'poller' });
     }
   });
 }
@@ -288,7 +298,7 @@ export const MASTER_SEQUENCES: readonly MasterSequenceSpec[] = [
     setup: async (root) => createIn(root, [base]),
     work: async (root, mark) => {
       const store = await createFileRecordStore({ root, crashAt: mark });
-      await store.updateRequest(REQUEST, publishing);
+      await store.updateRequest(REQUEST, publishing, { event: 'observed', source: 'poller' });
       await store.close();
       mark('done');
     },
@@ -303,7 +313,7 @@ export const MASTER_SEQUENCES: readonly MasterSequenceSpec[] = [
     setup: async (root) => createIn(root, [running(base)]),
     work: async (root, mark) => {
       const store = await createFileRecordStore({ root, crashAt: mark });
-      await store.updateRequest(REQUEST, () => succeeded(base));
+      await store.updateRequest(REQUEST, () => succeeded(base), { event: 'observed', source: 'poller' });
       await store.close();
       mark('done');
     },

@@ -32,7 +32,7 @@ describe('the announcing store', () => {
       void raw.get(change.record.request_id).then((r) => heard.push({ ...change, stored: r?.state }));
     });
     await store.withTarget(MINION, (unit) => unit.create(record));
-    await store.updateRequest(record.request_id, (r) => applyEvent(r, { type: 'intent_recorded', at: AT }));
+    await store.updateRequest(record.request_id, (r) => applyEvent(r, { type: 'intent_recorded', at: AT }), { event: 'intent_recorded', source: 'relay' });
     await expectHeard(() => heard.length === 2);
     expect(heard.map((h) => [h.seq, h.before, h.record.state, h.stored])).toEqual([
       [1, null, 'prepared', 'prepared'],
@@ -47,7 +47,7 @@ describe('the announcing store', () => {
     await store.withTarget(MINION, (unit) => unit.create(record));
     const heard: RecordChange[] = [];
     feed.subscribe((change) => heard.push(change));
-    await store.updateRequest(record.request_id, (r) => r);
+    await store.updateRequest(record.request_id, (r) => r, { event: 'observed', source: 'poller' });
     const again = await store.withTarget(MINION, (unit) => unit.create(record));
     expect(again.created).toBe(false);
     expect(heard).toEqual([]);

@@ -93,8 +93,9 @@ export function announcingStore(store: RecordStore, feed: ChangePublisher): Reco
       for (const record of created) feed.publish(null, record);
       return result;
     },
-    async updateRequest(id, decide) {
-      const outcome = await store.updateRequest(id, decide);
+    history: (id) => store.history(id),
+    async updateRequest(id, decide, change) {
+      const outcome = await store.updateRequest(id, decide, change);
       if (outcome.changed) feed.publish(outcome.before.state, outcome.after);
       return outcome;
     },

@@ -1,18 +1,20 @@
-import { isBlocking, isProtocolRecord, isTerminal, type RequestRecord } from '@oduflow/protocol';
-import { recordView } from '../schemas.js';
+import { NO_HISTORY, isBlocking, isProtocolRecord, isTerminal, type RequestHistory, type RequestRecord } from '@oduflow/protocol';
+import { historyView, recordView } from '../schemas.js';
 import { blockerView, compareBlockers, type BlockerView } from './overview.js';
-import { receiptOf, timelineOf, type RequestPage } from './timeline.js';
+import { receiptOf, withHistory, type RequestPage } from './timeline.js';
 
 /*
  * What the dashboard's request and target pages show, built from records
- * only: every field is one the API already answers (a record never holds
+ * and request histories only: every field is one the API already answers (a record never holds
  * state data, raw output or a credential; a custom request only its digest).
  */
 
-export function requestPage(record: RequestRecord): RequestPage {
+/** The request page; without a history (a record written before histories), its timeline is the record's alone. */
+export function requestPage(record: RequestRecord, history: RequestHistory = NO_HISTORY): RequestPage {
   return {
     record: recordView(record),
-    timeline: isProtocolRecord(record) ? timelineOf(record) : [],
+    timeline: isProtocolRecord(record) ? withHistory(record, history) : [],
+    history: historyView(record.request_id, history),
     receipt: isProtocolRecord(record) ? receiptOf(record) : null,
     blocking: isBlocking(record),
     // Reconcile applies to every request that is not settled (the API answers 409 for a settled one).

@@ -33,12 +33,16 @@ const MAX_EVENT_STREAMS = 256;
 
 export function registerEventRoutes(app: FastifyInstance, ctx: ServiceContext, rollouts: RolloutWatch | undefined): void {
   const streams = new Set<EventStream>();
-  // A change's page is built once, however many streams send it.
-  const pages = new WeakMap<RecordChange, RequestPage>();
-  const pageOf = (change: RecordChange): RequestPage => {
+  // A change's page is built once, however many streams send it: one history read per change, and only when a stream wants it.
+  const pages = new WeakMap<RecordChange, Promise<RequestPage>>();
+  const pageOf = (change: RecordChange): Promise<RequestPage> => {
     let page = pages.get(change);
     if (page === undefined) {
-      page = requestPage(change.record);
+      page = ctx.deps.store.history(change.record.request_id).then(
+        (history) => requestPage(change.record, history),
+        // The change is durable either way; a history that cannot be read leaves the record's own timeline.
+        () => requestPage(change.record),
+      );
       pages.set(change, page);
     }
     return page;
@@ -94,11 +98,19 @@ export function registerEventRoutes(app: FastifyInstance, ctx: ServiceContext, r
 
       const stream = openEventStream(request, reply);
       streams.add(stream);
+      let sending: Promise<void> = Promise.resolve();
       const unsubscribe = ctx.dashboard.feed.subscribe((change) => {
         const minionId = change.record.minion_id;
         if (!stillValid()) return stream.close();
         if (minionId === null || ctx.tokens().ownerOf(minionId) !== principal.tenant) return;
-        stream.send('request', { seq: change.seq, before: change.before, page: pageOf(change), blocker: blockerView(change.record) });
+        // Sent in the order the changes were committed, each once its page is built.
+        sending = sending
+          .then(() => pageOf(change))
+          .then((page) => {
+            stream.send('request', { seq: change.seq, before: change.before, page, blocker: blockerView(change.record) });
+          })
+          // One change that could not be sent must not hold back the ones after it.
+          .catch(() => undefined);
       });
       const followed = rollout;
       const unfollow =

@@ -88,7 +88,7 @@ export function registerUiApiRoutes(app: FastifyInstance, ctx: ServiceContext): 
       const seq = feed.seq;
       const record = await ctx.deps.store.get(request.params.id);
       if (!ownedBy(ctx, p, record)) throw new ProblemError('not_found', 'no such request');
-      return { ...requestPage(record), seq };
+      return { ...requestPage(record, await ctx.deps.store.history(record.request_id)), seq };
     },
   );
 

@@ -1,6 +1,18 @@
-import { applyEvent, createRequestRecord, type ProtocolRequestRecord, type RequestEvent, type RequestRecord } from '@oduflow/protocol';
+import {
+  appendHistory,
+  applyEvent,
+  changeEntry,
+  createRequestRecord,
+  creationEntry,
+  nextSeq,
+  type HistorySource,
+  type ProtocolRequestRecord,
+  type RequestEvent,
+  type RequestHistory,
+  type RequestRecord,
+} from '@oduflow/protocol';
 import { describe, expect, it } from 'vitest';
-import { TIMELINE_STEPS, receiptOf, timelineOf } from './timeline.js';
+import { TIMELINE_STEPS, receiptOf, timelineOf, withHistory } from './timeline.js';
 
 const MINION = 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b';
 const T0 = '2026-12-02T03:00:00.000Z';
@@ -98,5 +110,54 @@ describe('the receipt of a request', () => {
     expect(receiptOf(through(intent, acked, answer('unknown')))?.kind).toBe('status_answer');
     expect(receiptOf(through(intent, acked, answer('running')))).toBeNull();
     expect(receiptOf(fresh())).toBeNull();
+  });
+});
+
+/** The record and the history a store would have kept for these events, each committed by `sources[i]`. */
+function lived(steps: readonly (readonly [(r: RequestRecord, i: number) => RequestEvent, HistorySource])[]): { record: ProtocolRequestRecord; history: RequestHistory } {
+  let record: RequestRecord = fresh();
+  let history: RequestHistory = { entries: [creationEntry(fresh(), 'admission')], dropped: 0 };
+  steps.forEach(([event, source], index) => {
+    const e = event(record, index + 1);
+    const after = applyEvent(record, e);
+    history = appendHistory(history, changeEntry(record, after, { event: e.type, source }, nextSeq(history)));
+    record = after;
+  });
+  return { record: record, history };
+}
+
+describe('a request timeline from its history', () => {
+  it('gives every step that happened the time and the source of the entry that recorded it', () => {
+    const { record, history } = lived([
+      [intent, 'relay'],
+      [acked, 'relay'],
+      [(_r, i) => ({ type: 'poll_failed', at: at(i), failure: 'timeout' }), 'poller'],
+      [answer('running'), 'poller'],
+      [answer('succeeded', 60, 60), 'event_stream'],
+    ]);
+    const steps = Object.fromEntries(withHistory(record, history).map((e) => [e.step, e]));
+    expect(steps['prepared']).toMatchObject({ status: 'done', at: T0, evidence: 'history', source: 'history #1: an HTTP admission (created)' });
+    // The record alone lost these instants; the history kept them.
+    expect(steps['intent']).toMatchObject({ status: 'done', at: at(1), evidence: 'history', source: 'history #2: the outbox relay (intent_recorded)' });
+    expect(steps['publication']).toMatchObject({ status: 'done', at: at(2), evidence: 'history', source: 'history #3: the outbox relay (publish_acked)' });
+    expect(steps['answer']).toMatchObject({ status: 'done', at: at(5), evidence: 'history', source: 'history #6: salt-api’s event stream (observed)' });
+    expect(steps['answer']?.summary).toContain('3 answer(s) in the history (2 from a status poll, 1 from salt-api’s event stream)');
+    expect(steps['outcome']).toMatchObject({ status: 'done', at: at(5), evidence: 'history', summary: 'succeeded: 60 of 60 states passed' });
+  });
+
+  it('times a publication the minion’s answer overtook by that answer, and keeps pending steps without a time', () => {
+    const overtaken = lived([
+      [intent, 'relay'],
+      [answer('running'), 'event_stream'],
+    ]);
+    const steps = Object.fromEntries(withHistory(overtaken.record, overtaken.history).map((e) => [e.step, e]));
+    expect(steps['publication']).toMatchObject({ status: 'done', at: at(2), source: 'history #3: salt-api’s event stream (observed)' });
+    expect(steps['outcome']).toMatchObject({ status: 'pending', at: null, evidence: 'record' });
+  });
+
+  it('falls back to the record’s own view for a record written before histories', () => {
+    const r = through(intent, acked);
+    expect(withHistory(r, { entries: [], dropped: 0 })).toEqual(timelineOf(r));
+    expect(timelineOf(r).every((step) => step.evidence === 'record')).toBe(true);
   });
 });

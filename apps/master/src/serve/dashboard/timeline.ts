@@ -1,8 +1,15 @@
-import { ReceiptSchema, canonicalJson, type ProtocolRequestRecord, type RecordReason } from '@oduflow/protocol';
-import type { RecordView } from '../schemas.js';
+import { ReceiptSchema, canonicalJson, type HistoryEntry, type HistorySource, type ProtocolRequestRecord, type RecordReason, type RequestHistory } from '@oduflow/protocol';
+import type { RecordView, RequestHistoryView } from '../schemas.js';
 
 /*
- * A request's timeline, from its record alone: prepared → intent →
+ * A request's timeline: prepared → intent → publication → answers →
+ * outcome, each with its time and the source of its evidence. With the
+ * request's history (the store's entry per committed change), each step that
+ * happened takes the time and the source of the entry that recorded it
+ * (withHistory). A record written before histories falls back to the view
+ * from its record alone (timelineOf), below.
+ *
+ * From the record alone: prepared → intent →
  * publication → answers → outcome, each with the time the record proves and
  * the evidence it rests on. The record keeps one instant per step only where
  * the step was its last write (created_at; updated_at of the latest change;
@@ -25,13 +32,17 @@ export interface TimelineEntry {
   readonly summary: string;
   /** When, if the record proves it; null: the record does not keep this instant. */
   readonly at: string | null;
-  /** Which field of the record is the evidence. */
+  /** The evidence: the history entry that recorded the step (and which part of the master saw it), or the record's field. */
   readonly source: string;
+  /** Where `at` and `source` come from. */
+  readonly evidence: 'history' | 'record';
 }
 
 export interface RequestPage {
   readonly record: RecordView;
   readonly timeline: readonly TimelineEntry[];
+  /** Every committed change, oldest first (capped); kept false for a record written before histories. */
+  readonly history: RequestHistoryView;
   /** The exact canonical receipt (or the minion's terminal status answer) the outcome rests on; null before there is one. */
   readonly receipt: { readonly kind: 'receipt' | 'status_answer'; readonly canonical: string } | null;
   readonly blocking: boolean;
@@ -84,9 +95,15 @@ const OUTCOME_SUMMARY: Partial<Record<ProtocolRequestRecord['state'], (r: Protoc
   quarantined: () => 'quarantined: conflicting evidence; waiting for an operator',
 };
 
-/** The steps of a protocol-1 record. */
+type RecordStep = Omit<TimelineEntry, 'evidence'>;
+
+/** The steps of a protocol-1 record, from the record alone. */
 export function timelineOf(r: ProtocolRequestRecord): TimelineEntry[] {
-  const entries: TimelineEntry[] = [];
+  return recordSteps(r).map((step) => ({ ...step, evidence: 'record' }));
+}
+
+function recordSteps(r: ProtocolRequestRecord): RecordStep[] {
+  const entries: RecordStep[] = [];
   const lastWriteIs = (quiet: boolean): string | null => (quiet ? r.updated_at : null);
   const rejectedAtCapability = r.state === 'rejected' && r.reason !== null && CAPABILITY_REJECTIONS.has(r.reason.code);
   const reconciledBeforePublishing = r.state === 'reconciled' && r.publish_attempts === 0;
@@ -187,6 +204,69 @@ export function timelineOf(r: ProtocolRequestRecord): TimelineEntry[] {
     }
   }
   return entries;
+}
+
+const SOURCE_TEXT: Readonly<Record<HistorySource, string>> = {
+  admission: 'an HTTP admission',
+  dispatch: 'the CLI’s dispatch',
+  rollout: 'a rollout',
+  relay: 'the outbox relay',
+  poller: 'a status poll',
+  event_stream: 'salt-api’s event stream',
+  reconcile: 'an operator’s reconciliation',
+};
+
+const PUBLICATION_EVENTS = new Set<HistoryEntry['event']>(['publish_acked', 'publish_uncertain', 'publish_not_sent']);
+const ANSWER_EVENTS = new Set<HistoryEntry['event']>(['observed', 'minion_error', 'poll_failed']);
+
+function findLast<T>(items: readonly T[], holds: (item: T) => boolean): T | undefined {
+  for (let i = items.length - 1; i >= 0; i -= 1) {
+    const item = items[i] as T;
+    if (holds(item)) return item;
+  }
+  return undefined;
+}
+
+/** The history entry that is the evidence of each step that happened; none for a step the history does not show. */
+function evidenceOf(r: ProtocolRequestRecord, entries: readonly HistoryEntry[]): Record<TimelineStep, HistoryEntry | undefined> {
+  const intent = findLast(entries, (e) => e.event === 'intent_recorded');
+  const afterIntent = intent === undefined ? [] : entries.filter((e) => e.seq > intent.seq);
+  // The acknowledgement (or its failure); or, when an answer overtook it, the entry that moved the request out of publishing.
+  const publication = afterIntent.find((e) => PUBLICATION_EVENTS.has(e.event)) ?? afterIntent.find((e) => e.from_state === 'publishing' && e.to_state !== 'publishing');
+  const settledBy = findLast(entries, (e) => e.to_state === r.state && e.from_state !== r.state);
+  return {
+    prepared: entries.find((e) => e.event === 'created'),
+    intent,
+    publication,
+    answer: findLast(entries, (e) => ANSWER_EVENTS.has(e.event)),
+    outcome: settledBy,
+  };
+}
+
+function answersIn(history: RequestHistory): string {
+  const answers = history.entries.filter((e) => ANSWER_EVENTS.has(e.event));
+  const bySource = new Map<HistorySource, number>();
+  for (const e of answers) bySource.set(e.source, (bySource.get(e.source) ?? 0) + 1);
+  const parts = [...bySource].map(([source, n]) => `${n} from ${SOURCE_TEXT[source]}`);
+  const dropped = history.dropped === 0 ? '' : `, and ${history.dropped} changes the history let go`;
+  return `${answers.length} answer(s) in the history${parts.length === 0 ? '' : ` (${parts.join(', ')})`}${dropped}`;
+}
+
+/**
+ * The record's timeline with the history's evidence: each step the history
+ * recorded gets its entry's time and source; a step it does not show (not
+ * reached, or not kept before an upgrade) keeps the record's view.
+ */
+export function withHistory(r: ProtocolRequestRecord, history: RequestHistory): TimelineEntry[] {
+  const base = timelineOf(r);
+  if (history.entries.length === 0) return base;
+  const evidence = evidenceOf(r, history.entries);
+  return base.map((step) => {
+    const entry = step.status === 'done' || step.status === 'uncertain' || step.step === 'publication' ? evidence[step.step] : undefined;
+    if (entry === undefined) return step;
+    const summary = step.step === 'answer' ? `${step.summary.replace(' (earlier answers are not kept)', '')}; ${answersIn(history)}` : step.summary;
+    return { ...step, summary, at: entry.at, source: `history #${entry.seq}: ${SOURCE_TEXT[entry.source]} (${entry.event})`, evidence: 'history' };
+  });
 }
 
 /** The receipt a settled record rests on, in canonical JSON, exactly as the minion commits it (nine keys). */

@@ -4,6 +4,7 @@ import {
   canonicalJson,
   createRequestRecord,
   stateDigest,
+  type HistorySource,
   type Profile,
   type RequestEvent,
   type RequestRecord,
@@ -93,6 +94,13 @@ const answered =
     },
   });
 
+/** Who commits each event in the service: the relay publishes, polls see progress, the event stream brings the final return. */
+function sourceOf(event: RequestEvent): HistorySource {
+  if (event.type === 'observed') return event.answer.status === 'running' ? 'poller' : 'event_stream';
+  if (event.type === 'minion_error' || event.type === 'poll_failed') return 'poller';
+  return event.type === 'reconciled' ? 'reconcile' : 'relay';
+}
+
 export async function seedFleet(store: RecordStore, now = new Date()): Promise<Seeded> {
   let clock = now.getTime() - 3 * 3_600_000;
   let jidClock = clock;
@@ -101,12 +109,12 @@ export async function seedFleet(store: RecordStore, now = new Date()): Promise<S
     const at = tick(60);
     jidClock = Math.max(jidClock + 1, clock);
     const record = createRequestRecord({ request_id: randomUUID(), minion_id: minionId, profile, state_digest: digest, jid: jidForInstant(new Date(jidClock)), at });
-    const created = await store.withTarget(minionId, (unit) => unit.create(record));
+    const created = await store.withTarget(minionId, (unit) => unit.create(record, { source: 'admission' }));
     if (!created.created) throw new Error(`seed: ${created.reason}`);
     let current: RequestRecord = record;
     for (const step of steps) {
       const event = step(tick(2), current);
-      current = (await store.updateRequest(record.request_id, (r) => applyEvent(r, event))).after;
+      current = (await store.updateRequest(record.request_id, (r) => applyEvent(r, event), { event: event.type, source: sourceOf(event) })).after;
     }
     return current;
   };
