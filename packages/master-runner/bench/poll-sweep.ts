@@ -2,7 +2,9 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeSync, openSync } from 'node:fs';
 import { createFileRecordStore } from '../src/file-record-store.js';
+import { createMasterLogger } from '../src/logger.js';
 import { sweep } from '../src/poll.js';
 import type { RecordStore } from '../src/record-store.js';
 import { createSaltApiClient } from '../src/salt-api-client.js';
@@ -32,7 +34,9 @@ import { benchMode, stats, writeResult, type ResultRow, type Stats } from './sup
  * full 10 000 / 50 000 / 100 000 (3 runs at 10 000, 2 above). Result:
  * .test-results/bench/poll-sweep.json (bench-contract). Set
  * ODUFLOW_BENCH_CPU_PROF=<dir> to write a CPU profile of every sweep there
- * (the sweep alone, not the seeding).
+ * (the sweep alone, not the seeding); ODUFLOW_BENCH_RUNS and
+ * ODUFLOW_BENCH_DESIGNS (file, file-logged, postgres; default
+ * file,postgres) narrow or widen a run.
  */
 
 const MODE = benchMode();
@@ -44,7 +48,8 @@ const CALL_DELAY_MS = 20;
 const DESIGNS = (process.env['ODUFLOW_BENCH_DESIGNS'] ?? 'file,postgres').split(',') as Design[];
 const PROFILE_DIR = process.env['ODUFLOW_BENCH_CPU_PROF'];
 
-type Design = 'file' | 'postgres';
+/** `file-logged`: the file store with the service's logger (pino, sync, info) writing to /dev/null: what a log line per commit costs. Only when asked for. */
+type Design = 'file' | 'file-logged' | 'postgres';
 type SweepName = 'first' | 'second';
 
 interface Sample {
@@ -105,7 +110,7 @@ interface Context {
 }
 
 async function openStore(ctx: Context, design: Design, size: number, run: number): Promise<{ store: RecordStore; dispose: () => Promise<void> }> {
-  if (design === 'file') {
+  if (design !== 'postgres') {
     const dir = mkdtempSync(join(ctx.base, 'oduflow-poll-bench-'));
     chmodSync(dir, 0o700);
     const root = join(dir, 'store');
@@ -125,8 +130,9 @@ async function openStore(ctx: Context, design: Design, size: number, run: number
 async function sweepsOf(ctx: Context, design: Design, size: number, run: number): Promise<Record<SweepName, Sample>> {
   const { store, dispose } = await openStore(ctx, design, size, run);
   const salt = createSaltApiClient({ url: ctx.standIn.url, username: ctx.standIn.username, passwordFile: ctx.passwordFile, eauth: 'sharedsecret' });
+  const logFd = design === 'file-logged' ? openSync('/dev/null', 'w') : undefined;
   try {
-    const deps = { store, salt, callTimeoutMs: 30_000 };
+    const deps = { store, salt, callTimeoutMs: 30_000, ...(logFd === undefined ? {} : { logger: createMasterLogger({ fd: logFd }) }) };
     const once = (name: SweepName) => measure(size, `${design}-${size}-${run}-${name}`, () => sweep(deps, { batchSize: BATCH, concurrency: CONCURRENCY }));
     const first = await once('first');
     const second = await once('second');
@@ -135,6 +141,7 @@ async function sweepsOf(ctx: Context, design: Design, size: number, run: number)
   } finally {
     salt.close();
     await dispose();
+    if (logFd !== undefined) closeSync(logFd);
   }
 }
 
@@ -145,7 +152,7 @@ function check(design: Design, size: number, first: Sample, second: Sample): voi
   if (second.committed !== 0) throw new Error(`${design} ${size}: the second sweep rewrote ${second.committed} unchanged records`);
 }
 
-const DESIGN_NAME: Record<Design, string> = { file: 'file store', postgres: 'PostgreSQL store' };
+const DESIGN_NAME: Record<Design, string> = { file: 'file store', 'file-logged': 'file store with the service logger', postgres: 'PostgreSQL store' };
 const SWEEP_NAME: Record<SweepName, string> = { first: 'first sweep (writes every record)', second: 'second sweep (nothing new)' };
 const fmt = (n: number): string => n.toLocaleString('en-US');
 
