@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundles bench/poll-sweep.ts (Node 20 cannot run TypeScript; our packages stay imports of their built dist) and runs it in a fresh process with --expose-gc, so its CPU and RSS are the poller's alone.
+// Bundles bench/poll-sweep.ts (Node 20 cannot run TypeScript; our packages stay imports of their built dist) and runs it in a fresh process with --expose-gc, so its CPU and RSS are the poller's alone. ODUFLOW_BENCH_MODE (smoke, default, full) picks the sizes; the result is .test-results/bench/poll-sweep.json.
 import { buildSync } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';

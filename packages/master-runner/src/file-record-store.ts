@@ -652,7 +652,9 @@ class FileRecordStore implements RecordStore {
 
   /** Replaces a record and its history in one write, keeping invariant U (the unresolved entry before a blocking record, removed after). */
   #replace(before: RequestRecord, after: RequestRecord, history: RequestHistory): void {
-    if (isBlocking(after)) this.#markUnresolved(after);
+    // A record that blocked already has its entry (invariant U), in the same bucket (its target never changes):
+    // a poll's running → running commit needs no bucket opened and no entry read.
+    if (isBlocking(after) && !isBlocking(before)) this.#markUnresolved(after);
     this.#dirs.requests.writeJsonAtomic(recordFileName(after.request_id), encodeRecordWithHistory(after, history), { replace: true });
     this.#crashAt('S4');
     if (isBlocking(before) && !isBlocking(after)) this.#unmarkUnresolved(after);

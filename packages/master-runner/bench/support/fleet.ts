@@ -1,6 +1,7 @@
 import { applyEvent, createRequestRecord, type ProtocolRequestRecord } from '@oduflow/protocol';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
@@ -35,7 +36,7 @@ const fleetMinion = (n: number): string => `client-0b7e4c8a-1f2d-4e3c-8a9b-${n.t
 const fleetRequest = (n: number): string => `6f1c2b8e-4d3a-4b5c-9e7f-${n.toString(16).padStart(12, '0')}`;
 const fleetJid = (n: number): string => (20261129100000000000n + BigInt(n)).toString();
 
-function publishedRecord(n: number): ProtocolRequestRecord {
+export function publishedRecord(n: number): ProtocolRequestRecord {
   const record = createRequestRecord({ request_id: fleetRequest(n), minion_id: fleetMinion(n), profile: 'configure', state_digest: '', jid: fleetJid(n), at: AT });
   return applyEvent(applyEvent(record, { type: 'intent_recorded', at: AT }), { type: 'publish_acked', at: AT }) as ProtocolRequestRecord;
 }
@@ -64,7 +65,6 @@ export interface StandInProcess {
   readonly url: string;
   readonly username: string;
   readonly password: string;
-  /** The stand-in's own CPU time so far (µs), asked over its stdin. */
   stop(): Promise<void>;
   readonly child: ChildProcess;
 }
@@ -111,4 +111,61 @@ export async function startStandInProcess(callDelayMs: number, deadlineMs = 20_0
       await exited;
     },
   };
+}
+
+function post(agent: Agent, url: URL, headers: Record<string, string>, body: string): Promise<unknown> {
+  return new Promise((resolvePost, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'application/json', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        try {
+          resolvePost(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error('unparseable answer'));
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * The poll sweep's floor: `size` status calls to the stand-in as bare
+ * keep-alive HTTP exchanges, `batch` lowstate chunks per exchange and
+ * `concurrency` exchanges in flight (as sweep() keeps them), the bodies encoded and the answers parsed, nothing validated or
+ * stored. Returns what sweep() returns, so the bench measures both alike.
+ */
+export async function bareExchanges(standIn: StandInProcess, size: number, batch: number, concurrency: number): Promise<{ polled: number; committed: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  try {
+    const base = new URL(standIn.url);
+    const login = (await post(agent, new URL('/login', base), {}, JSON.stringify({ username: standIn.username, password: standIn.password, eauth: 'sharedsecret' }))) as {
+      return: { token: string }[];
+    };
+    const token = login.return[0]?.token ?? '';
+    let next = 0;
+    let polled = 0;
+    const worker = async (): Promise<void> => {
+      while (next < size) {
+        const from = next;
+        next = Math.min(size, next + batch);
+        const chunks = [];
+        for (let n = from; n < next; n += 1) {
+          const record = publishedRecord(n);
+          const args = [record.request_id, record.jid, record.profile, record.state_digest];
+          chunks.push({ client: 'local', tgt: [record.minion_id], tgt_type: 'list', fun: 'oduflow_job.status', arg: args, timeout: 30 });
+        }
+        const answer = (await post(agent, new URL('/', base), { 'x-auth-token': token }, JSON.stringify(chunks))) as { return: unknown[] };
+        polled += answer.return.length;
+      }
+    };
+    // As sweep(): `concurrency` workers, each with one exchange of `batch` calls in flight.
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    return { polled, committed: 0 };
+  } finally {
+    agent.destroy();
+  }
 }
