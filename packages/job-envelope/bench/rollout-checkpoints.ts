@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bareAtomicWrite, interleaved, rowOf, summarize as summaryOf, timeMs, type BenchIdentity } from '../../test-harness/src/bench/measure.js';
 import type { BenchMode, BenchResult, BenchRow } from '../../test-harness/src/bench/result.js';
-import { runJob, type CheckpointKind, type JobStage, type JobSummary, type SummaryInput } from '../src/index.js';
+import { readJob, runJob, type CheckpointKind, type JobStage, type JobSummary, type SummaryInput } from '../src/index.js';
 
 /*
  * Issue 12, item 7: what a rollout's checkpoints cost, counted and timed
@@ -199,7 +199,8 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
   const fresh = (): string => join(base, `ws-${workspaces++}`);
   try {
     // 1. One counted rollout: writes and bytes per checkpoint kind and per stage.
-    const counted = await countedRun(size, spec, fresh());
+    const countedWorkspace = fresh();
+    const counted = await countedRun(size, spec, countedWorkspace);
     const perStage = Array.from({ length: stageCount }, (_, i) => counted.filter((c) => c.stage === i));
     const writesPerStage = perStage.map((cs) => cs.reduce((n, c) => n + c.sizes.length, 0));
     const kibPerStage = perStage.map((cs) => cs.reduce((n, c) => n + c.sizes.reduce((a, b) => a + b, 0), 0) / 1024);
@@ -233,6 +234,7 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
       { label: 'after end (proved, then refused: run_finished)', kind: 'end' },
     ];
     const resumeRows: BenchRow[] = [];
+    const resumeIo: string[] = [];
     for (const { label, kind, stage } of kinds) {
       const workspace = fresh();
       mkdirSync(workspace, { mode: 0o700 });
@@ -256,7 +258,8 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
             written.forEach((bytes, i) => bareAtomicWrite(floorDir, `r-${i % 64}.json`, bytes));
           }),
       );
-      resumeRows.push(rowOf({ label: `resume ${label}: reads ${sourceFiles.length} files, writes ${written.length}`, unit: 'ms', values, floors, target: null }));
+      resumeRows.push(rowOf({ label: `resume ${label}`, unit: 'ms', values, floors, target: null }));
+      resumeIo.push(`${label}: reads ${sourceFiles.length} files, writes ${written.length}`);
     }
 
     // 4. One save alone, the old regression guard: saveState of a batch vs a bare write of its bytes.
@@ -281,6 +284,19 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
       ], { workspace: heldWorkspace }).catch(reject);
     });
 
+    // 5. readJob of the finished rollout (`rollout show`): the proof and the report check, vs reading its files.
+    const [finishedRun] = readdirSync(join(countedWorkspace, 'runs'));
+    if (finishedRun === undefined) throw new Error('the counted rollout left no run');
+    // Its JSON files (a lock or marker file may be empty).
+    const finishedFiles = [...look(join(countedWorkspace, 'runs', finishedRun))].filter(([path, file]) => path.endsWith('.json') && file.size > 0).map(([path]) => path);
+    let sink: unknown;
+    const reads = await interleaved(
+      size.runs * 3,
+      async () => timeMs(() => (sink = readJob(countedWorkspace, finishedRun))),
+      async () => timeMs(() => (sink = finishedFiles.map((path) => JSON.parse(readFileSync(path, 'utf8')) as unknown))),
+    );
+    if (sink === undefined) throw new Error('nothing was read');
+
     const stats = (xs: number[]): string => {
       const s = summaryOf(xs);
       return s.min === s.max ? `${s.median}` : `${s.median} (${s.min}–${s.max})`;
@@ -292,9 +308,9 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
         ...(BENCHES[0] as BenchIdentity),
         method:
           `A rollout of ${size.targets.toLocaleString('en-US')} targets in ${stageCount} batches of ${size.batch.toLocaleString('en-US')}, through the real job envelope (runJob) with the rollout’s spec, stage states (three saves per batch: request ids fixed, dispatched, settled; the predecessor’s state read for the error budget) and summary, and a no-op dispatcher, in a workspace under os.tmpdir() (a real disk here). ` +
-          `Writes and bytes are counted from the files each checkpoint replaced (a new inode). Whole rollouts: ${size.runs} runs interleaved with the floor; resumes: ${size.resumes} per checkpoint kind, each from its own interrupted run (stopped at that checkpoint as a crash would), interleaved with the floor; one saveState of a ${size.batch.toLocaleString('en-US')}-target batch: ${size.runs * 3} times, interleaved.`,
+          `Writes and bytes are counted from the files each checkpoint replaced (a new inode). Whole rollouts: ${size.runs} runs interleaved with the floor; resumes: ${size.resumes} per checkpoint kind, each from its own interrupted run (stopped at that checkpoint as a crash would), interleaved with the floor; one saveState of a ${size.batch.toLocaleString('en-US')}-target batch and readJob of the finished rollout: ${size.runs * 3} times each, interleaved.`,
         floor:
-          'Bare atomic writes (write, fsync, rename, directory fsync) in the same file system: for the whole rollout, one per file the rollout wrote, of the same sizes in the same order; for a saveState, one of the state’s size; for a resume, reading every file of the source run once plus one bare write per file the resume writes, of the same sizes (counted on an extra resume of the same kind).',
+          'Bare atomic writes (write, fsync, rename, directory fsync) in the same file system: for the whole rollout, one per file the rollout wrote, of the same sizes in the same order; for a saveState, one of the state’s size; for a resume, reading every file of the source run once plus one bare write per file the resume writes, of the same sizes (counted on an extra resume of the same kind); for readJob, readFileSync + JSON.parse of every file of the run.',
         mode,
         rows: [
           rowOf({ label: 'checkpoint writes per stage', unit: 'writes', values: writesPerStage, target: null }),
@@ -302,12 +318,14 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
           rowOf({ label: `whole rollout, no-op dispatch (${allSizes.length} writes, ${totalKiB.toFixed(0)} KiB)`, unit: 'ms', values: whole.values, floors: whole.floors, target: { kind: 'ratio_max', value: 1.5 } }),
           rowOf({ label: `saveState of a ${size.batch.toLocaleString('en-US')}-target batch (${kib(saveBytes.length)} KiB)`, unit: 'ms', values: saves.values, floors: saves.floors, target: { kind: 'ratio_max', value: 1.5 } }),
           ...resumeRows,
+          rowOf({ label: 'readJob of the finished rollout (rollout show)', unit: 'ms', values: reads.values, floors: reads.floors, target: null }),
         ],
         chart: null,
         notes: [
           `Per stage: ${stats(writesPerStage)} writes (the before_stage and after_stage checkpoints and the batch’s three saves), ${stats(kibPerStage.map((k) => Math.round(k)))} KiB. The start checkpoint writes ${startWrites.length} file(s) (${kib(startWrites.reduce((a, b) => a + b, 0))} KiB), the end ${endWrites.length} (${kib(endWrites.reduce((a, b) => a + b, 0))} KiB, the report with one item per target).`,
           'A saveState serializes the state to canonical JSON (and checks its size) before its atomic write; at a thousand targets that serialization is what the ratio above 1 is made of, the write itself is the floor’s.',
           'A resume reads and validates every stage record of the source run, copies the reached ones into the new run, then runs what is left (here with the no-op dispatcher, so its remaining checkpoints are in it); its floor is reading the source run’s files once and making the same writes bare, so the ratio is the cost of proving and handing over. Reported without a target: the issue sets none, and an operator waits for a resume once.',
+          `What each resume reads and writes: ${resumeIo.join('; ')}.`,
         ],
         ok: true,
       },

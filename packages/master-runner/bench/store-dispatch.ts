@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { bareAtomicWrite, interleaved, rowOf, timeMs, type BenchIdentity } from '../../test-harness/src/bench/measure.js';
+import { rowMet } from '../../test-harness/src/bench/met.js';
 import type { BenchMode, BenchResult } from '../../test-harness/src/bench/result.js';
 import { startPostgres } from '../../test-harness/src/postgres.js';
 import { createFileRecordStore } from '../src/file-record-store.js';
@@ -145,6 +146,7 @@ async function fileStoreResult(mode: BenchMode, base: string): Promise<BenchResu
       for (const text of texts) bareAtomicWrite(floorDir, name, Buffer.from(text));
     });
     const perSecond = (ms: number): number => 3_000 / ms;
+    const timeRow = rowOf({ label: 'time per dispatch (3 records)', unit: 'ms', values, floors, target: { kind: 'ratio_max', value: 1.25 } });
     return {
       schema: 1,
       ...(BENCHES[0] as BenchIdentity),
@@ -154,13 +156,15 @@ async function fileStoreResult(mode: BenchMode, base: string): Promise<BenchResu
       floor: 'Per dispatch, three bare atomic writes (write, fsync, rename, directory fsync) of the same three record texts, in the same directory: the least a durable record, intent and acknowledgement cost on this disk.',
       mode,
       rows: [
-        rowOf({ label: 'time per dispatch (3 records)', unit: 'ms', values, floors, target: { kind: 'ratio_max', value: 1.25 } }),
+        timeRow,
         rowOf({ label: 'records persisted per second', unit: 'records/s', values: values.map(perSecond), floors: floors.map(perSecond), higherIsBetter: true, target: null }),
       ],
       chart: null,
       notes: [
         'A file-store dispatch makes six atomic writes where the floor makes three: creating the record first reserves its JID (a no-replace write) and writes two index entries (the target’s history and the unresolved index) before the record itself, then the intent and the acknowledgement each rewrite the record. The index entries are what keep open, list({ unresolved }) and the blocking check independent of the store’s size (see file-store-scaling); the JID file is what makes the JID unique across workers. A ratio near 2 is therefore the design, not overhead in the code.',
-        'What would close the gap to 1.25×: writing the JID reservation and both index entries as one file (one fsync instead of three, at the cost of a format change and a migration), or batching the directory fsyncs of one create (the entries live in different directories, so each needs its own).',
+        rowMet(timeRow) === true
+          ? 'The target is met in this run: the disk’s fsync latency, shared with other work, varies more than the store’s extra writes cost.'
+          : 'What would close the gap to 1.25×: writing the JID reservation and both index entries as one file (one fsync instead of three, at the cost of a format change and a migration), or batching the directory fsyncs of one create (the entries live in different directories, so each needs its own).',
       ],
       ok: true,
     };
@@ -190,6 +194,7 @@ async function postgresResult(mode: BenchMode): Promise<BenchResult> {
       const version = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0]?.server_version ?? 'unknown';
       // Rates: dispatches (three records each) per second; ratio = store rate / floor rate, at least 0.5.
       const rate = (ms: number): number => 1_000 / ms;
+      const rateRow = rowOf({ label: 'dispatches per second (3 records each)', unit: 'dispatches/s', values: values.map(rate), floors: floors.map(rate), higherIsBetter: true, target: { kind: 'ratio_min', value: 0.5 } });
       return {
         schema: 1,
         ...(BENCHES[1] as BenchIdentity),
@@ -199,13 +204,15 @@ async function postgresResult(mode: BenchMode): Promise<BenchResult> {
         floor: `Per dispatch, three bare single-row autocommit statements from Node over one pg connection to the same server (an INSERT and two UPDATEs of a jsonb row of the same record texts), with the same durability settings (synchronous_commit ${synchronous}): three WAL flushes, the least three durable commits cost.`,
         mode,
         rows: [
-          rowOf({ label: 'dispatches per second (3 records each)', unit: 'dispatches/s', values: values.map(rate), floors: floors.map(rate), higherIsBetter: true, target: { kind: 'ratio_min', value: 0.5 } }),
+          rateRow,
           rowOf({ label: 'time per dispatch', unit: 'ms', values, floors, target: null }),
         ],
         chart: null,
         notes: [
           'The floor makes three durable commits of one statement each. A store dispatch is five transactions: get; the look before the capability call (BEGIN, the target row FOR UPDATE, the blocking query, COMMIT); the create (the same, plus the target, JID and request rows); and two updates (the request row FOR UPDATE, UPDATE). A row lock writes the tuple, so even the look commits with a WAL flush: five flushes and about twenty round trips on loopback against three of each.',
-          'What would close the gap to 0.5×: take the look before the capability call without a row lock (a plain read; reserve() decides again under the lock anyway), and send each unit as one statement (a CTE or a server-side function) instead of one round trip per statement.',
+          rowMet(rateRow) === true
+            ? 'The target is met in this run.'
+            : 'What would close the gap to 0.5×: take the look before the capability call without a row lock (a plain read; reserve() decides again under the lock anyway), and send each unit as one statement (a CTE or a server-side function) instead of one round trip per statement.',
         ],
         ok: true,
       };

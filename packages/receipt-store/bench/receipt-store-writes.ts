@@ -60,11 +60,13 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
   const size = SIZES[mode];
   const base = mkdtempSync(join(tmpdir(), 'oduflow-bench-receipt-'));
   const deepPath = join(base, 'var', 'lib', 'oduflow');
-  const dir: PrivateDir = openPrivateDir(deepPath, { create: true });
   const floorPath = join(base, 'floor');
-  mkdirSync(floorPath, { mode: 0o700 });
+  let dir: PrivateDir | undefined;
   try {
-    dir.writeJsonAtomic('receipt.json', RECEIPT);
+    const store = openPrivateDir(deepPath, { create: true });
+    dir = store;
+    mkdirSync(floorPath, { mode: 0o700 });
+    store.writeJsonAtomic('receipt.json', RECEIPT);
     bareAtomicWrite(floorPath, 'receipt.json', RECEIPT_BYTES);
     let fresh = 0;
     let floorFresh = 0;
@@ -74,14 +76,14 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
         label: 'writeJsonAtomic: new name (no replace)',
         iterations: 30,
         target: { kind: 'ratio_max', value: 1.25 },
-        value: () => dir.writeJsonAtomic(`receipt-${fresh++}.json`, RECEIPT),
+        value: () => store.writeJsonAtomic(`receipt-${fresh++}.json`, RECEIPT),
         floor: () => bareAtomicWrite(floorPath, `receipt-${floorFresh++}.json`, RECEIPT_BYTES),
       },
       {
         label: 'writeJsonAtomic: replace',
         iterations: 30,
         target: { kind: 'ratio_max', value: 1.25 },
-        value: () => dir.writeJsonAtomic('record.json', RECEIPT, { replace: true }),
+        value: () => store.writeJsonAtomic('record.json', RECEIPT, { replace: true }),
         floor: () => bareAtomicWrite(floorPath, 'record.json', RECEIPT_BYTES),
       },
       {
@@ -89,7 +91,7 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
         iterations: 2_000,
         target: { kind: 'ratio_max', value: 3 },
         value: () => {
-          sink = dir.readJson('receipt.json');
+          sink = store.readJson('receipt.json');
         },
         floor: () => {
           sink = JSON.parse(readFileSync(join(floorPath, 'receipt.json'), 'utf8'));
@@ -98,9 +100,11 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
       {
         label: 'tryLockSync + release',
         iterations: 2_000,
-        target: { kind: 'ratio_max', value: 3 },
+        // Node has no flock: the floor lacks the lock and unlock calls and the no-follow and owner checks, five
+        // system calls against two, so about 3–6× is the design; 10× catches a retry loop or a second open.
+        target: { kind: 'ratio_max', value: 10 },
         value: () => {
-          const lock = dir.tryLockSync('request.lock');
+          const lock = store.tryLockSync('request.lock');
           if (lock === undefined) throw new Error('uncontended lock was busy');
           lock.release();
         },
@@ -113,10 +117,10 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
         value: async () => {
           // Another open file description holds it: the first attempt fails, the
           // holder lets go right after, and the waiter's backoff picks it up.
-          const held = dir.tryLockSync('request.lock');
+          const held = store.tryLockSync('request.lock');
           if (held === undefined) throw new Error('uncontended lock was busy');
           setImmediate(() => held.release());
-          const lock = await dir.lock('request.lock', { wait: 1000 });
+          const lock = await store.lock('request.lock', { wait: 1000 });
           lock.release();
         },
         floor: () => sleep(1),
@@ -158,13 +162,14 @@ export async function run(mode: BenchMode): Promise<BenchResult[]> {
         chart: null,
         notes: [
           'writeJsonAtomic adds to the floor a flock on the temporary file (so a concurrent stale-temp sweep leaves a live writer alone), a random temporary name, and renameat2(RENAME_NOREPLACE) for a new name: a few microseconds against two fsyncs of milliseconds, so the ratio shows how close a durable write is to what the disk forces.',
+          'tryLockSync’s floor is open + close of the lock file: Node has no flock, so the floor lacks the lock and unlock calls and the no-follow and owner checks (five system calls against two); its target of 10× allows that and catches a retry loop or a second open.',
           'openPrivateDir is reported only: it opens each component without following links, checks owner and mode, and sweeps stale temporary files, once per process; no single call is its floor.',
         ],
         ok: true,
       },
     ];
   } finally {
-    dir.close();
+    dir?.close();
     rmSync(base, { recursive: true, force: true });
   }
 }

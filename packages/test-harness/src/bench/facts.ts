@@ -18,9 +18,10 @@ function firstLine(command: string, args: readonly string[]): string {
   return line === undefined || line === '' ? 'unknown' : line;
 }
 
-/** The file system type of `dir` (as `stat -f` names it: ext2/ext3 = ext4 here, tmpfs, ...). */
+/** The file system type of the mount `dir` is on (ext4, tmpfs, ...), as the mount table names it. */
 export function filesystemOf(dir: string): string {
-  return firstLine('stat', ['-f', '-c', '%T', dir]);
+  // `stat -f` cannot tell ext4 from ext2/ext3 (one magic number); findmnt reads the mount table.
+  return firstLine('findmnt', ['-n', '-o', 'FSTYPE', '--target', dir]);
 }
 
 /** Label → value, in display order. `repoRoot` locates the workspace's Python (.venv); `benchDir` is where the file benchmarks write. */

@@ -18,16 +18,16 @@ export type TargetKind = (typeof TARGET_KINDS)[number];
 // zod 4 numbers are finite (NaN and ±Infinity fail).
 const finite = z.number();
 
-export const SummarySchema = z
+const SummarySchema = z
   .object({ median: finite, min: finite, max: finite })
   .strict()
   .refine((s) => s.min <= s.median && s.median <= s.max, { message: 'min <= median <= max' });
 export type Summary = z.infer<typeof SummarySchema>;
 
-export const TargetSchema = z.object({ kind: z.enum(TARGET_KINDS), value: finite }).strict();
+const TargetSchema = z.object({ kind: z.enum(TARGET_KINDS), value: finite }).strict();
 export type Target = z.infer<typeof TargetSchema>;
 
-export const BenchRowSchema = z
+const BenchRowSchema = z
   .object({
     label: z.string().min(1).max(200),
     unit: z.string().min(1).max(40),
@@ -45,7 +45,7 @@ export const BenchRowSchema = z
   });
 export type BenchRow = z.infer<typeof BenchRowSchema>;
 
-export const LineChartSchema = z
+const LineChartSchema = z
   .object({
     kind: z.literal('lines'),
     x_label: z.string().min(1).max(80),
@@ -58,7 +58,7 @@ export const LineChartSchema = z
   .strict();
 export type LineChart = z.infer<typeof LineChartSchema>;
 
-export const BENCH_ID_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+const BENCH_ID_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 export const BenchResultSchema = z
   .object({

@@ -87,7 +87,7 @@ export function ratioBarsSvg(result: BenchResult): string | undefined {
     if (target !== undefined) out.push(`<line x1="${px(x(target))}" y1="${px(y + 1)}" x2="${px(x(target))}" y2="${px(y + 23)}" stroke="${COLOR.target}" stroke-width="3"/>`);
   });
   out.push(
-    `<text x="${left}" y="${px(height - 10)}" ${FONT}>bar: median ratio, whisker: min–max of the runs, black tick: target, dashed: the floor (1×)</text>`,
+    `<text x="10" y="${px(height - 10)}" ${FONT}>bar: median ratio to the floor · whisker: min–max of the runs · black tick: target · dashed line: the floor (1×)</text>`,
     '</svg>',
   );
   return `${out.join('\n')}\n`;
