@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { bareAtomicWrite, interleaved, rowOf, timeMs, type BenchIdentity } from '../../test-harness/src/bench/measure.js';
+import { bareAtomicWrite, rowOf, timeMs, type BenchIdentity } from '../../test-harness/src/bench/measure.js';
 import { rowMet } from '../../test-harness/src/bench/met.js';
 import type { BenchMode, BenchResult } from '../../test-harness/src/bench/result.js';
 import { startPostgres } from '../../test-harness/src/postgres.js';
@@ -41,7 +41,7 @@ export const BENCHES: readonly BenchIdentity[] = [
 
 const SIZES: Record<BenchMode, { readonly runs: number; readonly dispatches: number }> = {
   smoke: { runs: 1, dispatches: 3 },
-  default: { runs: 7, dispatches: 60 },
+  default: { runs: 9, dispatches: 60 },
   full: { runs: 11, dispatches: 200 },
 };
 
@@ -84,12 +84,17 @@ async function dispatchThrough(store: RecordStore, n: number, t: number): Promis
   if (!ack.changed) throw new Error('acknowledgement not recorded');
 }
 
+/** Dispatches per chunk: store and floor alternate chunk by chunk, so both see the same moment of a shared disk. */
+const CHUNK = 5;
+
 /**
- * Measures `dispatches` store dispatches against the floor, `runs` times,
- * interleaved. Every run reuses the same targets (a fleet's targets have a
- * history; a first dispatch to a target also creates its directories):
- * between runs, outside the timer, the run's requests are settled so their
- * targets are free again. Run 0 is a warm-up that creates them.
+ * Measures `dispatches` store dispatches against as many floors, `runs`
+ * times. Within a run the two alternate in chunks of CHUNK (which goes first
+ * alternates too), so a burst of someone else's I/O lands on both. Every
+ * run reuses the same targets (a fleet's targets have a history; a first
+ * dispatch to a target also creates its directories): between runs, outside
+ * the timer, the run's requests are settled so their targets are free again.
+ * A warm-up run first creates them.
  */
 async function measure(
   store: RecordStore,
@@ -97,31 +102,47 @@ async function measure(
   floorOf: (texts: readonly string[], n: number) => void | Promise<void>,
 ): Promise<{ values: number[]; floors: number[] }> {
   let next = 0;
-  const settle = async (from: number): Promise<void> => {
-    for (let n = from; n < next; n += 1) await store.updateRequest(requestId(n), (r) => applyEvent(r, SETTLE));
-  };
-  const batch = async (): Promise<number> => {
+  let floorNext = 0;
+  const oneRun = async (): Promise<[number, number]> => {
     const from = next;
     next += size.dispatches;
-    const ms = await timeMs(async () => {
-      for (let i = 0; i < size.dispatches; i += 1) await dispatchThrough(store, from + i, i);
-    });
-    await settle(from);
-    return ms / size.dispatches;
-  };
-  let floorNext = 0;
-  const floor = async (): Promise<number> => {
-    const from = floorNext;
+    const floorFrom = floorNext;
     floorNext += size.dispatches;
-    const texts = Array.from({ length: size.dispatches }, (_, i) => recordsOf(from + i, i).map(textOf));
-    const ms = await timeMs(async () => {
-      for (let i = 0; i < size.dispatches; i += 1) await floorOf(texts[i] as string[], from + i);
-    });
-    return ms / size.dispatches;
+    const texts = Array.from({ length: size.dispatches }, (_, i) => recordsOf(floorFrom + i, i).map(textOf));
+    let storeMs = 0;
+    let floorMs = 0;
+    for (let chunk = 0; chunk * CHUNK < size.dispatches; chunk += 1) {
+      const [first, last] = [chunk * CHUNK, Math.min(size.dispatches, (chunk + 1) * CHUNK)];
+      const throughStore = async (): Promise<void> => {
+        storeMs += await timeMs(async () => {
+          for (let i = first; i < last; i += 1) await dispatchThrough(store, from + i, i);
+        });
+      };
+      const bare = async (): Promise<void> => {
+        floorMs += await timeMs(async () => {
+          for (let i = first; i < last; i += 1) await floorOf(texts[i] as string[], floorFrom + i);
+        });
+      };
+      if (chunk % 2 === 0) {
+        await throughStore();
+        await bare();
+      } else {
+        await bare();
+        await throughStore();
+      }
+    }
+    for (let n = from; n < next; n += 1) await store.updateRequest(requestId(n), (r) => applyEvent(r, SETTLE));
+    return [storeMs / size.dispatches, floorMs / size.dispatches];
   };
-  await batch(); // warm-up: creates the targets' directories (file) or rows (PostgreSQL)
-  await floor();
-  return interleaved(size.runs, batch, floor);
+  await oneRun(); // warm-up: creates the targets' directories (file) or rows (PostgreSQL)
+  const values: number[] = [];
+  const floors: number[] = [];
+  for (let run = 0; run < size.runs; run += 1) {
+    const [value, floor] = await oneRun();
+    values.push(value);
+    floors.push(floor);
+  }
+  return { values, floors };
 }
 
 /** What file system `dir` is on, for the method text: fsync only means something on a real disk. */
@@ -151,7 +172,7 @@ async function fileStoreResult(mode: BenchMode, base: string): Promise<BenchResu
       schema: 1,
       ...(BENCHES[0] as BenchIdentity),
       method:
-        `${size.runs} runs (plus one warm-up) of ${size.dispatches} sequential dispatches each, through the file store's public API in dispatch()'s order (get; withTarget → blockers; withTarget → blockers → create; updateRequest: intent; updateRequest: acknowledgement), interleaved with the floor (alternating which goes first), in one directory under os.tmpdir() on ${fileSystemOf(base)}. ` +
+        `${size.runs} runs (plus one warm-up) of ${size.dispatches} sequential dispatches each, through the file store's public API in dispatch()'s order (get; withTarget → blockers; withTarget → blockers → create; updateRequest: intent; updateRequest: acknowledgement), interleaved with the floor in chunks of ${CHUNK} dispatches (alternating which goes first), in one directory under os.tmpdir() on ${fileSystemOf(base)}. ` +
         `The same ${size.dispatches} targets every run; each run's requests are settled between runs, outside the timer. Records of ${bytes.join(', ')} bytes.`,
       floor: 'Per dispatch, three bare atomic writes (write, fsync, rename, directory fsync) of the same three record texts, in the same directory: the least a durable record, intent and acknowledgement cost on this disk.',
       mode,
@@ -199,7 +220,7 @@ async function postgresResult(mode: BenchMode): Promise<BenchResult> {
         schema: 1,
         ...(BENCHES[1] as BenchIdentity),
         method:
-          `${size.runs} runs (plus one warm-up) of ${size.dispatches} sequential dispatches each through the PostgreSQL store's public API in dispatch()'s order (get; withTarget → blockers; withTarget → blockers → create; updateRequest: intent; updateRequest: acknowledgement), interleaved with the floor (alternating which goes first), against one throwaway PostgreSQL ${version} cluster on 127.0.0.1 whose data directory is under os.tmpdir() (a real disk), synchronous_commit ${synchronous}, fsync ${fsync}. ` +
+          `${size.runs} runs (plus one warm-up) of ${size.dispatches} sequential dispatches each through the PostgreSQL store's public API in dispatch()'s order (get; withTarget → blockers; withTarget → blockers → create; updateRequest: intent; updateRequest: acknowledgement), interleaved with the floor in chunks of ${CHUNK} dispatches (alternating which goes first), against one throwaway PostgreSQL ${version} cluster on 127.0.0.1 whose data directory is under os.tmpdir() (a real disk), synchronous_commit ${synchronous}, fsync ${fsync}. ` +
           'The same targets every run; each run’s requests are settled between runs, outside the timer.',
         floor: `Per dispatch, three bare single-row autocommit statements from Node over one pg connection to the same server (an INSERT and two UPDATEs of a jsonb row of the same record texts), with the same durability settings (synchronous_commit ${synchronous}): three WAL flushes, the least three durable commits cost.`,
         mode,

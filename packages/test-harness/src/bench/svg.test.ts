@@ -66,3 +66,29 @@ describe('SVG charts', () => {
     expect(chartSvg(base)).toBe(ratioBarsSvg(base));
   });
 });
+
+describe('the ratio axis', () => {
+  const withRatio = (median: number, max: number): BenchResult['rows'][number] => ({
+    label: `r${median}`,
+    unit: 'ms',
+    value: { median, min: median, max },
+    floor: { median: 1, min: 1, max: 1 },
+    ratio: { median, min: median, max },
+    higher_is_better: false,
+    runs: 1,
+    target: null,
+  });
+
+  it('is linear while the ratios are small and logarithmic once one is large', () => {
+    expect(ratioBarsSvg({ ...base, rows: [withRatio(1.2, 1.5), withRatio(3, 4)] })).not.toContain('log scale');
+    const svg = ratioBarsSvg({ ...base, rows: [withRatio(0.5, 0.6), withRatio(1.2, 1.5), withRatio(70, 120)] }) ?? '';
+    expect(svg).toContain('ratio to the floor (log scale)');
+    // Log ticks from 0.1× to 1000×, and every bar starts or ends at the floor line (1×).
+    expect(svg).toContain('>0.1×</text>');
+    expect(svg).toContain('>1000×</text>');
+    const floorX = /<line x1="([\d.]+)"[^>]*stroke-dasharray="4 3"/.exec(svg)?.[1];
+    const bars = [...svg.matchAll(/<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*fill-opacity/g)].map((m) => [Number(m[1]), Number(m[1]) + Number(m[2])]);
+    expect(bars).toHaveLength(3);
+    for (const [from, to] of bars) expect([from, to].some((end) => Math.abs((end as number) - Number(floorX)) < 0.11)).toBe(true);
+  });
+});

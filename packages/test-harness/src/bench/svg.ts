@@ -51,11 +51,29 @@ function svgOpen(height: number, title: string): string[] {
 
 const ratioTargetOf = (row: BenchRow): number | undefined => (row.target?.kind.startsWith('ratio') === true ? row.target.value : undefined);
 
+/** Above this largest ratio the axis is logarithmic (one 70× row would flatten the 1.2× ones). */
+const LOG_SCALE_ABOVE = 12;
+
+/** Round logarithmic ticks from `lo` to `hi`: 1, 3, 10, 30, ... times powers of ten. */
+function logTicks(lo: number, hi: number): number[] {
+  const out: number[] = [];
+  for (let p = Math.floor(Math.log10(lo)); p <= Math.ceil(Math.log10(hi)); p += 1) {
+    for (const m of [1, 3]) {
+      const t = Number((m * 10 ** p).toPrecision(3));
+      if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) out.push(t);
+    }
+  }
+  return out;
+}
+
 /**
  * Horizontal bars, one per row that has a ratio: the median ratio as the
  * bar, min–max as a whisker, the row's target as a black tick, and a
  * dashed line at 1 (the floor). Green when the target is met, red when
- * missed, grey when the row has none. Undefined when no row has a ratio.
+ * missed, grey when the row has none. On a linear axis a bar starts at 0;
+ * when a ratio exceeds LOG_SCALE_ABOVE the axis is logarithmic and a bar
+ * runs from the floor (1×) to its ratio, leftwards when below it.
+ * Undefined when no row has a ratio.
  */
 export function ratioBarsSvg(result: BenchResult): string | undefined {
   const rows = result.rows.filter((row): row is BenchRow & { ratio: NonNullable<BenchRow['ratio']> } => row.ratio !== null);
@@ -65,11 +83,18 @@ export function ratioBarsSvg(result: BenchResult): string | undefined {
   const top = 40;
   const rowHeight = 26;
   const height = top + rows.length * rowHeight + 50;
-  const max = Math.max(1, ...rows.map((row) => row.ratio.max), ...rows.map((row) => ratioTargetOf(row) ?? 0)) * 1.08;
-  const x = (v: number): number => left + (Math.max(0, v) / max) * (right - left);
-  const out = svgOpen(height, `${result.title}: ratio to the floor`);
+  const highest = Math.max(1, ...rows.map((row) => row.ratio.max), ...rows.map((row) => ratioTargetOf(row) ?? 0));
+  const log = highest > LOG_SCALE_ABOVE;
+  const lowest = Math.min(1, ...rows.map((row) => Math.max(row.ratio.min, 1e-3)));
+  const lo = log ? 10 ** Math.floor(Math.log10(lowest)) : 0;
+  const hi = log ? 10 ** Math.ceil(Math.log10(highest)) : highest * 1.08;
+  const x = log
+    ? (v: number): number => left + ((Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (right - left)
+    : (v: number): number => left + (Math.max(0, v) / hi) * (right - left);
+  const base = log ? 1 : 0;
+  const out = svgOpen(height, `${result.title}: ratio to the floor${log ? ' (log scale)' : ''}`);
   const axisY = top + rows.length * rowHeight;
-  for (const t of ticks(max)) {
+  for (const t of log ? logTicks(lo, hi) : ticks(hi)) {
     out.push(`<line x1="${px(x(t))}" y1="${top - 4}" x2="${px(x(t))}" y2="${px(axisY)}" stroke="${COLOR.grid}"/>`);
     out.push(`<text x="${px(x(t))}" y="${px(axisY + 16)}" ${FONT} text-anchor="middle">${escapeXml(formatNumber(t))}×</text>`);
   }
@@ -79,8 +104,9 @@ export function ratioBarsSvg(result: BenchResult): string | undefined {
     const met = rowMet(row);
     const fill = met === undefined ? COLOR.none : met ? COLOR.met : COLOR.missed;
     const label = row.label.length > 48 ? `${row.label.slice(0, 47)}…` : row.label;
+    const [from, to] = [x(Math.min(base, row.ratio.median)), x(Math.max(base, row.ratio.median))];
     out.push(`<text x="${left - 8}" y="${px(y + 16)}" ${FONT} text-anchor="end">${escapeXml(label)}</text>`);
-    out.push(`<rect x="${left}" y="${px(y + 5)}" width="${px(x(row.ratio.median) - left)}" height="14" fill="${fill}" fill-opacity="0.8"/>`);
+    out.push(`<rect x="${px(from)}" y="${px(y + 5)}" width="${px(to - from)}" height="14" fill="${fill}" fill-opacity="0.8"/>`);
     out.push(`<line x1="${px(x(row.ratio.min))}" y1="${px(y + 12)}" x2="${px(x(row.ratio.max))}" y2="${px(y + 12)}" stroke="${COLOR.axis}"/>`);
     for (const end of [row.ratio.min, row.ratio.max]) out.push(`<line x1="${px(x(end))}" y1="${px(y + 7)}" x2="${px(x(end))}" y2="${px(y + 17)}" stroke="${COLOR.axis}"/>`);
     const target = ratioTargetOf(row);
