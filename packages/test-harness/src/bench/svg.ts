@@ -126,8 +126,8 @@ export function linesSvg(title: string, chart: LineChart): string {
   const top = 40;
   const bottom = 300;
   const height = bottom + 50;
-  const xs = chart.series.flatMap((s) => s.points.map(([px_]) => px_));
-  const ys = chart.series.flatMap((s) => s.points.map(([, py]) => py));
+  const xs = chart.series.flatMap((s) => s.points.map(([xv]) => xv));
+  const ys = chart.series.flatMap((s) => s.points.map(([, yv]) => yv));
   const xMax = Math.max(...xs) * 1.05 || 1;
   const yMax = Math.max(...ys, chart.target_line ?? 0) * 1.1 || 1;
   const x = (v: number): number => left + (v / xMax) * (right - left);
