@@ -14,5 +14,8 @@ describe('the store-dispatch benchmark', () => {
     expect(resultProblems(results, BENCHES, 'smoke')).toEqual([]);
     // Each result's target row compares the store with its floor.
     for (const result of results) expect(result.rows.some((row) => row.target !== null && row.floor !== null)).toBe(true);
+    // A file-store dispatch persists at least the floor's three records, each an atomic write (counted, not timed).
+    const file = results.find((result) => result.id === 'store-dispatch-file');
+    expect(file?.rows.find((row) => row.label === 'atomic file writes per dispatch (counted)')?.value.median).toBeGreaterThanOrEqual(3);
   }, 180_000);
 });
