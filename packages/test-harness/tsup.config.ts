@@ -11,6 +11,7 @@ export default defineConfig(
       'store-conformance': 'src/store-conformance.ts',
       topology: 'src/topology.ts',
       postgres: 'src/postgres.ts',
+      bench: 'src/bench.ts',
       'topology-cli': 'src/topology-cli.ts',
       'demo-cli': 'src/demo-cli.ts',
       'fuzz-cli': 'src/fuzz-cli.ts',
