@@ -56,8 +56,8 @@ interface Plan {
 
 const PLANS: Record<BenchMode, Plan> = {
   smoke: { ioRuns: 1, ioApplies: 10, ioHistory: 10, pairRuns: 1, pairsPerRun: 1, trials: 1 },
-  default: { ioRuns: 7, ioApplies: 60, ioHistory: 500, pairRuns: 5, pairsPerRun: 3, trials: 3 },
-  full: { ioRuns: 10, ioApplies: 100, ioHistory: 2000, pairRuns: 10, pairsPerRun: 5, trials: 10 },
+  default: { ioRuns: 9, ioApplies: 60, ioHistory: 500, pairRuns: 7, pairsPerRun: 4, trials: 3 },
+  full: { ioRuns: 15, ioApplies: 100, ioHistory: 500, pairRuns: 10, pairsPerRun: 8, trials: 10 },
 };
 
 /** Seconds the volume_resize-like role sleeps: long enough to kill the master in the middle of it. */
@@ -115,7 +115,7 @@ interface StoreIo {
   applies_per_run: number;
   history: number;
   file_bytes: number[];
-  ms_per_apply: { apply: number[]; writes: number[]; floor: number[] };
+  ms_per_apply: Record<'apply' | 'writes' | 'floor' | 'sweep' | 'lock', number[]>;
   syscalls_per_apply: Record<'apply' | 'writes' | 'floor', { open: number; fsync: number; flock: number; listdir: number }>;
 }
 
@@ -285,6 +285,8 @@ function overheadResult(io: StoreIo, fs: string, pairs: Pairs): BenchResult {
   const rows: Row[] = [
     ratioRow('protocol I/O per apply: store open, locks, temp sweep, evidence read, JID index, claim, receipt', 'ms', apply, floor, { kind: 'ratio_max', value: 1.25 }),
     ratioRow('the three atomic writes alone (JID index, claim, receipt)', 'ms', writes, floor, null),
+    ratioRow(`of the apply: the temp sweep, listing jids/ and requests/ after ${io.history} past ${perApply(io.history)}`, 'ms', io.ms_per_apply.sweep, floor, null),
+    ratioRow("of the apply: taking a new request's lock (creating its lock file)", 'ms', io.ms_per_apply.lock, floor, null),
   ];
   const notes: string[] = [
     `Per apply the module makes ${calls.apply.fsync} fsyncs, ${calls.apply.open} opens, ${calls.apply.flock} flocks and ${calls.apply.listdir} directory listings; the floor makes ${calls.floor.fsync} fsyncs and ${calls.floor.open} opens.`,
@@ -294,11 +296,13 @@ function overheadResult(io: StoreIo, fs: string, pairs: Pairs): BenchResult {
   rows.push(
     ratioRow('oduflow_job.run vs state.sls, one-state role (publication to return at the master)', 'ms', pairs.oduflowMs, pairs.plainMs, null),
     valueRow('overhead of oduflow_job.run over state.sls', 'ms', overhead, null),
-    valueRow("overhead as a share of the role's plain run", '%', share, null),
+    valueRow("overhead as a share of the role's plain state.sls (publication to return)", '%', share, null),
   );
   const ioRatio = rows[0]?.ratio?.median ?? Number.NaN;
   if (ioRatio > 1.25) {
-    notes.push(`Protocol I/O is ${ioRatio}× its floor (target 1.25×); the three writes alone are ${rows[1]?.ratio?.median ?? Number.NaN}×. The rest is the per-apply store work around them.`);
+    notes.push(
+      `Protocol I/O is ${ioRatio}× its floor (target 1.25×); the three writes alone are ${rows[1]?.ratio?.median ?? Number.NaN}×. The rest is the per-apply store work around them, mostly the temp sweep (${rows[2]?.ratio?.median ?? Number.NaN}× the floor on its own) and the new lock file (${rows[3]?.ratio?.median ?? Number.NaN}×).`,
+    );
     if (calls.apply.fsync > calls.floor.fsync) {
       notes.push(
         `Avoidable: ${calls.apply.fsync - calls.floor.fsync} fsync(s) per apply beyond the three writes' own: _open_lock_file fsyncs the locks directory after creating each request's lock file, which needs no durability (a flock does not survive a crash, and a missing lock file already means no holder).`,
@@ -319,7 +323,7 @@ function overheadResult(io: StoreIo, fs: string, pairs: Pairs): BenchResult {
       `Protocol I/O: oduflow_job.py imported by path into the venv's Python (Salt dunders supplied, as the module's tests do), on ${fs}; ` +
       `${io.runs} runs of ${io.applies_per_run} ${perApply(io.applies_per_run)} each after ${io.history} untimed ${perApply(io.history)} of history; per apply, in rotating order: ` +
       `the module's own _run store path and _apply with only the state call stubbed (it claims as the gate does and returns one succeeded state), ` +
-      `the module's three _Store.write calls alone, and the floor; files of ${io.file_bytes.join(', ')} bytes. ` +
+      `the module's three _Store.write calls alone, and the floor; per-run medians; files of ${io.file_bytes.join(', ')} bytes. ` +
       `Live: one loopback topology (salt-master, salt-api, minions installed the production way, Salt 3006.27), the production profile's role replaced by one file.managed state; ` +
           `${pairs.oduflowMs.length} runs of ${plan.pairsPerRun} interleaved pairs (order alternating) of oduflow_job.run and plain state.sls of the same role on the same minion, ` +
           "both published as the runner does (salt-api local_async, list target, a fresh JID), each timed from the publication to the master's _stamp of its return; per-run means.",
@@ -353,8 +357,8 @@ function recoveryResult(trials: Trial[]): BenchResult {
     );
   }
   rows.push(
-    valueRow('oduflow: requests recovered', '%', [pct(recovered.length)], { kind: 'value_min', value: 100 }, true),
-    valueRow('plain Salt (state.sls via local_async, then jobs.lookup_jid): jobs recovered', '%', [pct(trials.filter((t) => t.plainRecovered).length)], null, true),
+    { ...valueRow('oduflow: requests recovered', '%', [pct(recovered.length)], { kind: 'value_min', value: 100 }, true), runs: trials.length },
+    { ...valueRow('plain Salt (state.sls via local_async, then jobs.lookup_jid): jobs recovered', '%', [pct(trials.filter((t) => t.plainRecovered).length)], null, true), runs: trials.length },
   );
   const notes = [
     `${recovered.length}/${trials.length} oduflow requests reached their exact terminal record; ${trials.filter((t) => t.plainRecovered).length}/${trials.length} plain Salt jobs had a result in the master's job cache.`,

@@ -21,9 +21,12 @@ the module's own, not a copy. Per apply it times, interleaved in one loop:
 - ``floor``: three bare ``open(O_EXCL) + write + fsync + close + rename +
   fsync(dir)`` sequences of the same sizes in the same directories (their
   directory fds opened once, outside the time).
+- two parts of ``apply`` alone, to show where its time goes: ``sweep`` (the
+  temp-file sweep, which lists the record directories) and ``lock`` (taking
+  a new request's lock, which creates its lock file).
 
-The order of the three rotates every apply. It prints one JSON object (no
-paths) on stdout: per-run mean milliseconds of each, and the syscalls one
+The order rotates every apply. It prints one JSON object (no
+paths) on stdout: per-run median milliseconds of each, and the syscalls one
 apply makes (counted once, untimed).
 """
 
@@ -170,24 +173,29 @@ def main(argv):
         floor_writes(module, dirs, new_binding(minion_id))
     sizes = [len(module._canonical_json(value).encode()) for value in three_values(new_binding(minion_id))]
 
-    samples = {"apply": [], "writes": [], "floor": []}
+    kinds = ("apply", "writes", "floor", "sweep", "lock")
+    samples = {kind: [] for kind in kinds}
     for _run in range(runs):
-        totals = {"apply": 0.0, "writes": 0.0, "floor": 0.0}
+        times = {kind: [] for kind in kinds}
         for i in range(applies):
-            order = ("apply", "writes", "floor")[i % 3 :] + ("apply", "writes", "floor")[: i % 3]
-            for kind in order:
+            for kind in kinds[i % len(kinds) :] + kinds[: i % len(kinds)]:
                 binding = new_binding(minion_id)
                 if kind == "floor":
-                    totals[kind] += floor_writes(module, dirs, binding)
+                    times[kind].append(floor_writes(module, dirs, binding))
                     continue
                 start = time.perf_counter()
                 if kind == "apply":
                     module_apply(module, root, binding)
-                else:
+                elif kind == "writes":
                     module_writes(module, store, binding)
-                totals[kind] += time.perf_counter() - start
-        for kind, total in totals.items():
-            samples[kind].append(total * 1000 / applies)
+                elif kind == "sweep":
+                    store.remove_stale_temps(binding["request_id"])
+                else:
+                    os.close(store.lock(binding["request_id"] + ".lock", blocking=True))
+                times[kind].append(time.perf_counter() - start)
+        # The run's median apply: one fsync stalled by a neighbour's I/O does not move it.
+        for kind, values in times.items():
+            samples[kind].append(statistics.median(values) * 1000)
     store.close()
     for fd in dirs.values():
         os.close(fd)
