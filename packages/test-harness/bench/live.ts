@@ -301,7 +301,7 @@ function overheadResult(io: StoreIo, fs: string, pairs: Pairs): BenchResult {
   const ioRatio = rows[0]?.ratio?.median ?? Number.NaN;
   if (ioRatio > 1.25) {
     notes.push(
-      `Protocol I/O is ${ioRatio}× its floor (target 1.25×); the three writes alone are ${rows[1]?.ratio?.median ?? Number.NaN}×. The rest is the per-apply store work around them, mostly the temp sweep (${rows[2]?.ratio?.median ?? Number.NaN}× the floor on its own) and the new lock file (${rows[3]?.ratio?.median ?? Number.NaN}×).`,
+      `Protocol I/O is ${ioRatio}× its floor (target 1.25×); the three writes alone are ${rows[1]?.ratio?.median ?? Number.NaN}×. The rest is the per-apply store work around them; on their own, the temp sweep costs ${rows[2]?.ratio?.median ?? Number.NaN}× the floor and the new lock file ${rows[3]?.ratio?.median ?? Number.NaN}×, and the remainder is the store open, the evidence read, the execution lock and Python.`,
     );
     if (calls.apply.fsync > calls.floor.fsync) {
       notes.push(
@@ -323,7 +323,7 @@ function overheadResult(io: StoreIo, fs: string, pairs: Pairs): BenchResult {
       `Protocol I/O: oduflow_job.py imported by path into the venv's Python (Salt dunders supplied, as the module's tests do), on ${fs}; ` +
       `${io.runs} runs of ${io.applies_per_run} ${perApply(io.applies_per_run)} each after ${io.history} untimed ${perApply(io.history)} of history; per apply, in rotating order: ` +
       `the module's own _run store path and _apply with only the state call stubbed (it claims as the gate does and returns one succeeded state), ` +
-      `the module's three _Store.write calls alone, and the floor; per-run medians; files of ${io.file_bytes.join(', ')} bytes. ` +
+      `the module's three _Store.write calls alone, the floor, and two parts of the apply alone (the temp sweep; taking a new request's lock); per-run medians; files of ${io.file_bytes.join(', ')} bytes. ` +
       `Live: one loopback topology (salt-master, salt-api, minions installed the production way, Salt 3006.27), the production profile's role replaced by one file.managed state; ` +
           `${pairs.oduflowMs.length} runs of ${plan.pairsPerRun} interleaved pairs (order alternating) of oduflow_job.run and plain state.sls of the same role on the same minion, ` +
           "both published as the runner does (salt-api local_async, list target, a fresh JID), each timed from the publication to the master's _stamp of its return; per-run means.",
@@ -369,7 +369,7 @@ function recoveryResult(trials: Trial[]): BenchResult {
     const after = stat(recovered.map((t) => (t.recordS as number) - t.masterUpS)).median;
     notes.push(
       masterUp > 5
-        ? `The median of ${median} s misses the 5 s target, and the restarted master alone takes ${masterUp} s (median) until salt-api logs in and the minions answer test.ping again on this machine; the terminal record follows ${after} s after that. Only a faster salt-master start-up (or a master that is not killed) would close it: nothing oduflow does can precede it.`
+        ? `The median of ${median} s misses the 5 s target, and the restarted master alone takes ${masterUp} s (median) until salt-api logs in and the minions answer test.ping again on this machine; the terminal record is there ${Math.abs(after)} s ${after < 0 ? 'before' : 'after'} that moment. Only a faster salt-master start-up (or a master that is not killed) would close it: nothing oduflow does can precede it.`
         : `The median of ${median} s misses the 5 s target although the master answers again after ${masterUp} s: the record follows ${after} s later, which is the poller's backoff (each failed status call while the master was down doubled the interval, 2 s up to 60 s). Resetting the backoff once salt-api answers again would close it.`,
     );
   }
