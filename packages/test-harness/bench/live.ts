@@ -241,17 +241,34 @@ async function lostReturnTrial(topo: Topology, deps: MasterDeps, watch: (request
       return r !== undefined && !isPollable(r) ? r : undefined;
     });
     recordS = (performance.now() - restartedAt) / 1000;
-    oduflowRecovered = record.state === 'succeeded';
+    // The exact outcome: the role's three states, all passed.
+    const counts = record as { passed?: unknown; total?: unknown };
+    oduflowRecovered = record.state === 'succeeded' && counts.passed === 3 && counts.total === 3;
   } catch {
     // not recovered within the deadline: counted as such
   }
   await up;
 
   // Plain Salt gets every chance: ask only once B's job worker stopped trying to return.
-  await waitFor(120_000, async () => ((await topo.jobWorkers(b)).some((w) => w.jid === plainJid) ? undefined : true), 250);
-  const lookup = await topo.runSaltCli(['salt-run', 'jobs.lookup_jid', plainJid, '--out=json'], { timeoutMs: 60_000 });
-  const found = lookup.code === 0 ? (JSON.parse(lookup.stdout.trim() || '{}') as Record<string, unknown>) : {};
-  return { recordS, masterUpS, oduflowRecovered, plainRecovered: b in found };
+  return { recordS, masterUpS, oduflowRecovered, plainRecovered: await plainResultKept(topo, b, plainJid) };
+}
+
+/** Whether the master's job cache has `minionId`'s result of `jid`, asked once its job worker has exited. */
+async function plainResultKept(topo: Topology, minionId: string, jid: string): Promise<boolean> {
+  await waitFor(120_000, async () => ((await topo.jobWorkers(minionId)).some((w) => w.jid === jid) ? undefined : true), 250);
+  const lookup = await topo.runSaltCli(['salt-run', 'jobs.lookup_jid', jid, '--out=json'], { timeoutMs: 60_000 });
+  if (lookup.code !== 0) throw new Error('bench: salt-run jobs.lookup_jid failed');
+  return minionId in (JSON.parse(lookup.stdout.trim() || '{}') as Record<string, unknown>);
+}
+
+/** The control: with no fault, the same lookup finds plain Salt's result (so a 0 % below is Salt's, not the check's). */
+async function plainControl(topo: Topology): Promise<void> {
+  const b = topo.minionIds[1] as string;
+  const jid = freshJid();
+  await topo.saltApi({ client: 'local_async', tgt: [b], tgt_type: 'list', fun: 'state.sls', arg: [ONE_STATE_ROLE], jid });
+  await waitFor(30_000, async () => ((await plainResultKept(topo, b, jid)) ? true : undefined), 500).catch(() => {
+    throw new Error('bench: the job cache lost a plain result without any fault');
+  });
 }
 
 async function measureLostReturns(topo: Topology): Promise<Trial[]> {
@@ -263,6 +280,7 @@ async function measureLostReturns(topo: Topology): Promise<Trial[]> {
   const controller = new AbortController();
   const poller = startPoller(deps, { signal: controller.signal });
   try {
+    await plainControl(topo);
     const trials: Trial[] = [];
     for (let i = 0; i < plan.trials; i += 1) trials.push(await lostReturnTrial(topo, deps, (rid) => poller.watch(rid)));
     return trials;
@@ -383,7 +401,7 @@ function recoveryResult(trials: Trial[]): BenchResult {
       `(a role that sleeps ${SLOW_STATE_SECONDS} s) to minion A while the same role runs as a plain state.sls published through salt-api local_async on minion B; once both have started ` +
       'the salt-master is SIGKILLed, both minions finish (A commits its receipt), the master is started again, and the time runs from that start until the record in the runner\'s file store ' +
       "is terminal, the request polled by the service's poller (startPoller, default backoff, default call timeout). Plain Salt counts as recovered only if salt-run jobs.lookup_jid " +
-      "returns B's result once B's job worker has stopped trying to return.",
+      "returns B's result once B's job worker has stopped trying to return (the same lookup, without the fault, finds a plain result: checked once per run).",
     floor: "The restarted master's own start-up: from its start until salt-api logs in and every minion answers test.ping.",
     mode,
     rows,
