@@ -230,9 +230,14 @@ async function lostReturnTrial(topo: Topology, deps: MasterDeps, watch: (request
 
   const restartedAt = performance.now();
   let masterUpS = Number.NaN;
-  const up = topo.startMaster().then(() => {
-    masterUpS = (performance.now() - restartedAt) / 1000;
-  });
+  // Handled at once, so a failed start-up is reported after the wait below, never as an unhandled rejection.
+  const up = topo.startMaster().then(
+    () => {
+      masterUpS = (performance.now() - restartedAt) / 1000;
+      return true;
+    },
+    () => false,
+  );
   let recordS: number | null = null;
   let oduflowRecovered = false;
   try {
@@ -247,7 +252,7 @@ async function lostReturnTrial(topo: Topology, deps: MasterDeps, watch: (request
   } catch {
     // not recovered within the deadline: counted as such
   }
-  await up;
+  if (!(await up)) throw new Error('bench: the salt-master did not come back');
 
   // Plain Salt gets every chance: ask only once B's job worker stopped trying to return.
   return { recordS, masterUpS, oduflowRecovered, plainRecovered: await plainResultKept(topo, b, plainJid) };
@@ -282,7 +287,12 @@ async function measureLostReturns(topo: Topology): Promise<Trial[]> {
   try {
     await plainControl(topo);
     const trials: Trial[] = [];
-    for (let i = 0; i < plan.trials; i += 1) trials.push(await lostReturnTrial(topo, deps, (rid) => poller.watch(rid)));
+    for (let i = 0; i < plan.trials; i += 1) {
+      const trial = await lostReturnTrial(topo, deps, (rid) => poller.watch(rid));
+      trials.push(trial);
+      // An unresolved request blocks its minion: the trials end here, and the rate says so.
+      if (!trial.oduflowRecovered) break;
+    }
     return trials;
   } finally {
     controller.abort();
