@@ -467,15 +467,13 @@ async function main(): Promise<void> {
   } finally {
     await topo?.stop().catch(() => undefined);
   }
-  const overhead = storeIo === undefined || pairs === null ? failed('minion-overhead', 2, 'Minion overhead') : overheadResult(storeIo.io, storeIo.fs, pairs);
-  writeResult(outDir, overhead);
-  if (!overhead.ok) code = 1;
-  if (plan.trials > 0) {
-    const recovery = trials === undefined ? failed('lost-return-recovery', 6, 'Time to a known outcome after a lost return') : recoveryResult(trials);
-    writeResult(outDir, recovery);
-    if (!recovery.ok) code = 1;
+  const results = [storeIo === undefined || pairs === null ? failed('minion-overhead', 2, 'Minion overhead') : overheadResult(storeIo.io, storeIo.fs, pairs)];
+  if (plan.trials > 0) results.push(trials === undefined ? failed('lost-return-recovery', 6, 'Time to a known outcome after a lost return') : recoveryResult(trials));
+  for (const result of results) {
+    writeResult(outDir, result);
+    if (!result.ok) code = 1;
+    for (const row of result.rows) console.log(`[bench] ${result.id}: ${row.label}: ${JSON.stringify(row.value)} ${row.unit}${row.ratio ? ` ratio ${JSON.stringify(row.ratio)}` : ''}`);
   }
-  for (const row of [...overhead.rows]) console.log(`[bench] ${overhead.id}: ${row.label}: ${JSON.stringify(row.value)} ${row.unit}${row.ratio ? ` ratio ${JSON.stringify(row.ratio)}` : ''}`);
   process.exitCode = code;
 }
 
