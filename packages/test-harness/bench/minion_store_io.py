@@ -6,7 +6,8 @@ Run by bench/minion-overhead.ts with the repository's venv Python:
 
 ``history`` applies go into the store first, untimed, so the store holds a
 minion's past receipts the way a real one does (the module lists its record
-directories on every apply).
+directories on every apply); what each timed step writes is removed after
+it, untimed, so the store holds exactly that history all run long.
 
 It imports oduflow_job.py by path with the Salt dunders supplied (the way
 packages/minion-wrapper/tests/conftest.py does), so the store code timed is
@@ -124,6 +125,14 @@ def floor_writes(module, dirs, binding):
     return time.perf_counter() - start
 
 
+def forget(dirs, binding):
+    """Remove what one timed step wrote (untimed), so the store keeps exactly its history all run long."""
+    rid = binding["request_id"]
+    for subdir, name in (("jids", binding["jid"] + ".json"), ("requests", rid + ".json"), ("locks", rid + ".lock")):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dirs[subdir])
+
+
 @contextlib.contextmanager
 def counting_syscalls():
     """Counts os.open / os.fsync / fcntl.flock / os.listdir calls (module globals resolve them at call time)."""
@@ -168,7 +177,7 @@ def main(argv):
     store = module._Store.open(root, create=True)
     with counting_syscalls() as write_calls:
         module_writes(module, store, new_binding(minion_id))
-    dirs = {name: os.open(os.path.join(root, name), _DIR_FLAGS) for name in ("jids", "requests")}
+    dirs = {name: os.open(os.path.join(root, name), _DIR_FLAGS) for name in ("jids", "requests", "locks")}
     with counting_syscalls() as floor_calls:
         floor_writes(module, dirs, new_binding(minion_id))
     sizes = [len(module._canonical_json(value).encode()) for value in three_values(new_binding(minion_id))]
@@ -182,6 +191,7 @@ def main(argv):
                 binding = new_binding(minion_id)
                 if kind == "floor":
                     times[kind].append(floor_writes(module, dirs, binding))
+                    forget(dirs, binding)
                     continue
                 start = time.perf_counter()
                 if kind == "apply":
@@ -193,6 +203,7 @@ def main(argv):
                 else:
                     os.close(store.lock(binding["request_id"] + ".lock", blocking=True))
                 times[kind].append(time.perf_counter() - start)
+                forget(dirs, binding)
         # The run's median apply: one fsync stalled by a neighbour's I/O does not move it.
         for kind, values in times.items():
             samples[kind].append(statistics.median(values) * 1000)
