@@ -408,12 +408,12 @@ function recoveryResult(trials: Trial[]): BenchResult {
   if (median !== undefined && median > 5 && recovered.length > 0) {
     const listen = stat(recovered.map((t) => t.listenS)).median;
     const up = stat(recovered.map((t) => t.masterUpS)).median;
-    const after = stat(recovered.map((t) => (t.recordS as number) - t.masterUpS)).median;
-    const when = `${Math.abs(after)} s ${after < 0 ? 'before' : 'after'}`;
+    const gaps = recovered.map((t) => (t.recordS as number) - t.masterUpS);
+    const within = stat(gaps.map((g) => Math.abs(g))).max;
     notes.push(
       up > 5
-        ? `The median of ${median} s misses the 5 s target, and Salt's own recovery alone takes longer: the restarted salt-master listens after ${listen} s and its minions answer test.ping again after ${up} s (medians, on this shared machine); the terminal record is there ${when} that. Only a faster salt-master start-up and minion reconnect would close it: no status call can be answered before the minion is reachable again.`
-        : `The median of ${median} s misses the 5 s target although the minions answer again after ${up} s: the record follows ${when}, the poller's backoff (each failed status call while the master was down doubled the interval, 2 s up to 60 s). Resetting the backoff once salt-api answers again would close it.`,
+        ? `The median of ${median} s misses the 5 s target, and Salt's own recovery alone takes longer: the restarted salt-master listens after ${listen} s and its minions answer test.ping again after ${up} s (medians, on this shared machine); in every trial the terminal record lands within ${within} s of the minions answering again. Only a faster salt-master start-up and minion reconnect would close it: no status call can be answered before the minion is reachable again.`
+        : `The median of ${median} s misses the 5 s target although the minions answer again after ${up} s: the record follows up to ${stat(gaps).max} s later, the poller's backoff (each failed status call while the master was down doubled the interval, 2 s up to 60 s). Resetting the backoff once salt-api answers again would close it.`,
     );
   }
   return {
