@@ -78,9 +78,9 @@ async function dispatchThrough(store: RecordStore, n: number, t: number): Promis
     if (!created.created) throw new Error(`not created: ${created.reason}`);
   });
   // publishPrepared: the intent before the publication, the acknowledgement after it.
-  const intent = await store.updateRequest(prepared.request_id, (r) => applyEvent(r, INTENT));
+  const intent = await store.updateRequest(prepared.request_id, (r) => applyEvent(r, INTENT), { event: INTENT.type, source: 'dispatch' });
   if (!intent.changed) throw new Error('intent not recorded');
-  const ack = await store.updateRequest(prepared.request_id, (r) => applyEvent(r, ACK));
+  const ack = await store.updateRequest(prepared.request_id, (r) => applyEvent(r, ACK), { event: ACK.type, source: 'dispatch' });
   if (!ack.changed) throw new Error('acknowledgement not recorded');
 }
 
@@ -131,7 +131,7 @@ async function measure(
         await throughStore();
       }
     }
-    for (let n = from; n < next; n += 1) await store.updateRequest(requestId(n), (r) => applyEvent(r, SETTLE));
+    for (let n = from; n < next; n += 1) await store.updateRequest(requestId(n), (r) => applyEvent(r, SETTLE), { event: SETTLE.type, source: 'reconcile' });
     return [storeMs / size.dispatches, floorMs / size.dispatches];
   };
   await oneRun(); // warm-up: creates the targets' directories (file) or rows (PostgreSQL)
@@ -176,9 +176,9 @@ async function writesPerDispatch(store: RecordStore, root: string, n: number): P
   await step(() => store.get(prepared.request_id));
   await step(() => store.withTarget(prepared.minion_id, (unit) => unit.blockers()));
   await step(() => store.withTarget(prepared.minion_id, async (unit) => ((await unit.blockers()).length > 0 ? undefined : unit.create(prepared))));
-  await step(() => store.updateRequest(prepared.request_id, (r) => applyEvent(r, INTENT)));
-  await step(() => store.updateRequest(prepared.request_id, (r) => applyEvent(r, ACK)));
-  await store.updateRequest(prepared.request_id, (r) => applyEvent(r, SETTLE));
+  await step(() => store.updateRequest(prepared.request_id, (r) => applyEvent(r, INTENT), { event: INTENT.type, source: 'dispatch' }));
+  await step(() => store.updateRequest(prepared.request_id, (r) => applyEvent(r, ACK), { event: ACK.type, source: 'dispatch' }));
+  await store.updateRequest(prepared.request_id, (r) => applyEvent(r, SETTLE), { event: SETTLE.type, source: 'reconcile' });
   return writes;
 }
 
