@@ -915,6 +915,8 @@ class _Store:
             dir_fd = self._fds[subdir]
             removed = False
             for name in os.listdir(dir_fd):
+                if not name.startswith("."):
+                    continue  # a record or an index: only temps start with a dot (cheap next to the regexes)
                 owned = _TEMP_RE.fullmatch(name)
                 if owned is not None and owned.group(1) != own_request_id:
                     with self.probe_lock(owned.group(1) + ".lock") as busy:
@@ -1056,22 +1058,38 @@ def _check_file(fd, info=None):
 
 
 def _open_lock_file(dir_fd, name):
+    """Open ``locks/name``, creating it when missing; the existing file is tried first (one open per lock).
+
+    A new lock file is not fsynced into its directory: a flock does not
+    outlive a crash, and a lock file lost with one has no holder, which is
+    what ``probe_lock`` answers for a missing file. Nothing durable depends
+    on it, so the apply pays for no directory fsync here.
+    """
     try:
-        fd = os.open(name, _LOCK_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
-    except FileExistsError:
+        fd = _open_existing_lock_file(dir_fd, name)
+    except FileNotFoundError:
         try:
-            fd = os.open(name, _LOCK_FLAGS, dir_fd=dir_fd)
-        except OSError as exc:
-            raise _refused_open(exc) from None
-    else:
-        os.fchmod(fd, 0o600)
-        os.fsync(dir_fd)
+            fd = os.open(name, _LOCK_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+        except FileExistsError:  # created by another process since the first open
+            fd = _open_existing_lock_file(dir_fd, name)
+        else:
+            os.fchmod(fd, 0o600)
     try:
         _check_file(fd)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _open_existing_lock_file(dir_fd, name):
+    """Open an existing ``locks/name`` (no-follow); FileNotFoundError when there is none, else unsafe on failure."""
+    try:
+        return os.open(name, _LOCK_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _refused_open(exc) from None
 
 
 def _read_evidence(store, binding):
