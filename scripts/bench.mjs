@@ -27,15 +27,15 @@ import { benchModeOf, chartSvg, collectMachineFacts, collectResults, missingResu
 const BOTH = ['default', 'full'];
 const EXPECTED = [
   { id: 'canonical-json-ts', item: 1, producer: 'packages/protocol (canonical JSON, TypeScript)', modes: BOTH },
-  { id: 'canonical-json-python', item: 1, producer: 'the canonical JSON benchmark in Python', modes: BOTH },
-  { id: 'minion-overhead', item: 2, producer: 'the live minion benchmark (real Salt)', modes: ['full'] },
+  { id: 'canonical-json-python', item: 1, producer: 'packages/minion-wrapper (bench/canonical_json_bench.py)', modes: BOTH },
+  { id: 'minion-overhead', item: 2, producer: 'packages/test-harness (bench/live.ts, real Salt)', modes: BOTH },
   { id: 'store-dispatch-file', item: 3, producer: 'packages/master-runner (bench/store-dispatch.ts)', modes: BOTH },
   { id: 'store-dispatch-postgres', item: 3, producer: 'packages/master-runner (bench/store-dispatch.ts)', modes: BOTH },
   { id: 'file-store-scaling', item: 3, producer: 'packages/master-runner (bench/file-store-scaling.ts)', modes: BOTH },
   { id: 'receipt-store-writes', item: 3, producer: 'packages/receipt-store (bench/receipt-store-writes.ts)', modes: BOTH },
-  { id: 'admission', item: 4, producer: 'the serve admission benchmark (autocannon)', modes: BOTH },
+  { id: 'admission', item: 4, producer: 'apps/master (bench/admission.ts, autocannon)', modes: BOTH },
   { id: 'poll-sweep', item: 5, producer: 'packages/master-runner (bench/run-poll-sweep.mjs)', modes: BOTH },
-  { id: 'lost-return-recovery', item: 6, producer: 'the live lost-return benchmark (real topology)', modes: ['full'] },
+  { id: 'lost-return-recovery', item: 6, producer: 'packages/test-harness (bench/live.ts, real Salt)', modes: BOTH },
   { id: 'rollout-checkpoints', item: 7, producer: 'packages/job-envelope (bench/rollout-checkpoints.ts)', modes: BOTH },
 ];
 
