@@ -40,34 +40,34 @@ const requestOf = (n: number): string => `6f1c2b8e-4d3a-4b5c-9e7f-${n.toString(1
 
 // A type, not an interface: only a type alias is assignable to the envelope's JsonValue.
 type Row = {
-  minion_id: string;
-  request_id: string;
-  outcome: string;
-  record_state: string | null;
-  reason: null;
-  detail: null;
   blocked_by: null;
+  detail: null;
+  minion_id: string;
+  outcome: string;
   passed: number | null;
+  reason: null;
+  record_state: string | null;
+  request_id: string;
   total: number | null;
 };
 
-/** The rollout's stage state (stage-state.ts) of batch `index`. */
+/** The rollout's stage state (stage-state.ts) of batch `index`, its keys in canonical order as stateValue builds them. */
 function stageState(size: { targets: number; batch: number }, index: number, step: 'fixed' | 'dispatched' | 'settled') {
   const targets: Row[] = [];
   for (let n = index * size.batch; n < Math.min(size.targets, (index + 1) * size.batch); n += 1) {
     targets.push({
-      minion_id: minion(n),
-      request_id: requestOf(n),
-      outcome: step === 'settled' ? 'succeeded' : 'pending',
-      record_state: step === 'fixed' ? null : step === 'dispatched' ? 'published' : 'succeeded',
-      reason: null,
-      detail: null,
       blocked_by: null,
+      detail: null,
+      minion_id: minion(n),
+      outcome: step === 'settled' ? 'succeeded' : 'pending',
       passed: step === 'settled' ? 60 : null,
+      reason: null,
+      record_state: step === 'fixed' ? null : step === 'dispatched' ? 'published' : 'succeeded',
+      request_id: requestOf(n),
       total: step === 'settled' ? 60 : null,
     });
   }
-  return { version: 1, profile: 'configure', target_count: size.targets, batch_size: size.batch, max_unresolved: 0, targets, budget_used: step === 'settled' ? 0 : null };
+  return { batch_size: size.batch, budget_used: step === 'settled' ? 0 : null, max_unresolved: 0, profile: 'configure', target_count: size.targets, targets, version: 1 };
 }
 
 function specOf(size: { targets: number; batch: number }) {

@@ -14,6 +14,7 @@ import {
   type StageRecord,
   type StageStatus,
   checkStageStateValue,
+  detachedState,
 } from './ledger.js';
 import { JOB_SCHEMA_VERSION } from './limits.js';
 import { type JobReport, type JobSummary, buildReport, parseJobSummary } from './report.js';
@@ -316,7 +317,7 @@ class Runner {
       runDir: dir.path,
       signal: this.#options.signal,
       get state() {
-        return state === null ? null : structuredClone(state);
+        return detachedState(state);
       },
       saveState(value) {
         if (!open) throw new JobEnvelopeError('invalid_stage_state', 'a stage may save its state only while it runs');
@@ -328,7 +329,7 @@ class Runner {
         const position = ledger.findIndex((s) => s.stage_id === stageId);
         const found = position >= 0 && position < index ? ledger[position] : undefined;
         if (found === undefined) throw new JobEnvelopeError('invalid_argument', `stage ${index} asked for the state of a stage that is not before it`);
-        return found.state === null ? null : structuredClone(found.state);
+        return detachedState(found.state);
       },
       fail(code) {
         throw new DeclaredStageFailure(code);
@@ -360,7 +361,7 @@ class Runner {
       const input: SummaryInput = {
         dryRun: this.#spec.dry_run,
         status,
-        stages: stages.map((s) => ({ stage_id: s.stage_id, status: s.status, state: s.state === null ? null : structuredClone(s.state) })),
+        stages: stages.map((s) => ({ stage_id: s.stage_id, status: s.status, state: detachedState(s.state) })),
       };
       let produced: unknown;
       try {
