@@ -91,7 +91,7 @@ export type StageState = z.infer<typeof StageStateSchema>;
 
 /*
  * The canonical text of each state value the envelope made itself: the
- * detached copy checkStageStateValue parses from its canonical text, and a
+ * ledger's value of a saved state (stateOfText), and a
  * state read back and proved (validateStageRecord). These objects are never
  * handed to a stage or mutated (a stage gets a copy, detachedState), so the
  * text stays theirs; a record write then splices it in instead of
@@ -107,8 +107,12 @@ function knownText(state: JsonValue): string | undefined {
   return typeof state === 'object' && state !== null ? stateTexts.get(state) : undefined;
 }
 
-/** A stage's own saved state: canonical JSON, at most MAX_STAGE_STATE_BYTES; null when it saved none. */
-export function checkStageStateValue(value: unknown): JsonValue | null {
+/**
+ * The canonical text of a stage's own saved state: canonical JSON, at most
+ * MAX_STAGE_STATE_BYTES; null when it saved none. The text is the runner's
+ * copy of the state, which the stage can no longer change.
+ */
+export function canonicalStateText(value: unknown): string | null {
   if (value === null) return null;
   let text: string;
   try {
@@ -119,10 +123,15 @@ export function checkStageStateValue(value: unknown): JsonValue | null {
   if (Buffer.byteLength(text, 'utf8') > MAX_STAGE_STATE_BYTES) {
     throw new JobEnvelopeError('invalid_stage_state', `a stage state may be at most ${MAX_STAGE_STATE_BYTES} canonical bytes`);
   }
-  // A copy the stage cannot reach: it may change its own value after saving it.
-  const copy = JSON.parse(text) as JsonValue;
-  rememberText(copy, text);
-  return copy;
+  return text;
+}
+
+/** The ledger's value of a state text from canonicalStateText (its text remembered); `handedOut`: a copy for a stage, not remembered. */
+export function stateOfText(text: string | null, handedOut = false): JsonValue | null {
+  if (text === null) return null;
+  const value = JSON.parse(text) as JsonValue;
+  if (!handedOut) rememberText(value, text);
+  return value;
 }
 
 /** A copy of a ledger state for a stage or a hook, which may do what it likes with it. */
@@ -135,11 +144,12 @@ export function detachedState(state: JsonValue | null): JsonValue | null {
 /**
  * The text of a stage file: what JSON.stringify(record) writes (the state is
  * the record's last key), with the state's canonical text spliced in when the
- * envelope already made it.
+ * envelope already made it; `stateText`, when given, is the state instead of
+ * `record.state`.
  */
-export function stageRecordText(record: StageRecord): string {
+export function stageRecordText(record: StageRecord, stateText?: string | null): string {
   const { state, ...head } = record;
-  const stateJson = state === null ? 'null' : (knownText(state) ?? JSON.stringify(state));
+  const stateJson = stateText !== undefined ? (stateText ?? 'null') : state === null ? 'null' : (knownText(state) ?? JSON.stringify(state));
   return `${JSON.stringify(head).slice(0, -1)},"state":${stateJson}}`;
 }
 

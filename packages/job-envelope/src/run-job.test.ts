@@ -178,6 +178,36 @@ describe('stage state', () => {
     expect(stageFile(report.run_id, 0)).toMatchObject({ status: 'succeeded', state: { requests: ['r-1', 'r-2'] } });
   });
 
+  it('is the value as it was saved, in canonical text, whatever the stage does to its own value afterwards', async () => {
+    const seen: unknown[] = [];
+    const stages: JobStage[] = [
+      {
+        id: 'alpha',
+        run: (ctx) => {
+          const value = { zeta: [1, 2], alpha: { '10': 'ten', '2': 'two' } };
+          ctx.saveState(value);
+          value.zeta.push(3);
+          value.alpha['2'] = 'changed';
+          seen.push(ctx.state);
+        },
+      },
+      {
+        id: 'beta',
+        run: (ctx) => {
+          const earlier = ctx.earlierState('alpha') as { zeta: number[] };
+          earlier.zeta.push(4);
+          seen.push(ctx.earlierState('alpha'));
+        },
+      },
+    ];
+    const report = await runJob(spec({ stage_ids: ['alpha', 'beta'] }), stages, { workspace });
+    const saved = { zeta: [1, 2], alpha: { '10': 'ten', '2': 'two' } };
+    expect(seen).toEqual([saved, saved]);
+    const text = readFileSync(runFile(report.run_id, 'stage-00000.json'), 'utf8');
+    expect(text.endsWith(',"state":{"alpha":{"10":"ten","2":"two"},"zeta":[1,2]}}')).toBe(true);
+    expect(JSON.parse(text)).toMatchObject({ status: 'succeeded', stage_id: 'alpha', state: saved });
+  });
+
   it('refuses a state outside canonical JSON or over the size limit and keeps the last saved one', async () => {
     const codes: string[] = [];
     const stage: JobStage = {
