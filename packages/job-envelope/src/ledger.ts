@@ -1,4 +1,4 @@
-import { type JsonValue, canonicalJson, isCanonicalJsonValue, isRequestId, isSha256Hex } from '@oduflow/protocol';
+import { type JsonValue, canonicalJson, isRequestId, isSha256Hex } from '@oduflow/protocol';
 import { z } from 'zod';
 import { JobEnvelopeError } from './errors.js';
 import { resumeFingerprint } from './fingerprint.js';
@@ -89,8 +89,30 @@ const stageFields = {
 export const StageStateSchema = z.strictObject({ ...stageFields, status: z.enum(STAGE_STATUSES) }).superRefine(checkStageFacts);
 export type StageState = z.infer<typeof StageStateSchema>;
 
-/** A stage's own saved state: canonical JSON, at most MAX_STAGE_STATE_BYTES; null when it saved none. */
-export function checkStageStateValue(value: unknown): JsonValue | null {
+/*
+ * The canonical text of each state value the envelope made itself: the
+ * ledger's value of a saved state (stateOfText), and a
+ * state read back and proved (validateStageRecord). These objects are never
+ * handed to a stage or mutated (a stage gets a copy, detachedState), so the
+ * text stays theirs; a record write then splices it in instead of
+ * serializing the state again, and a copy is one JSON.parse.
+ */
+const stateTexts = new WeakMap<object, string>();
+
+function rememberText(state: JsonValue, text: string): void {
+  if (typeof state === 'object' && state !== null) stateTexts.set(state, text);
+}
+
+function knownText(state: JsonValue): string | undefined {
+  return typeof state === 'object' && state !== null ? stateTexts.get(state) : undefined;
+}
+
+/**
+ * The canonical text of a stage's own saved state: canonical JSON, at most
+ * MAX_STAGE_STATE_BYTES; null when it saved none. The text is the runner's
+ * copy of the state, which the stage can no longer change.
+ */
+export function canonicalStateText(value: unknown): string | null {
   if (value === null) return null;
   let text: string;
   try {
@@ -101,7 +123,34 @@ export function checkStageStateValue(value: unknown): JsonValue | null {
   if (Buffer.byteLength(text, 'utf8') > MAX_STAGE_STATE_BYTES) {
     throw new JobEnvelopeError('invalid_stage_state', `a stage state may be at most ${MAX_STAGE_STATE_BYTES} canonical bytes`);
   }
-  return JSON.parse(text) as JsonValue;
+  return text;
+}
+
+/** The ledger's value of a state text from canonicalStateText (its text remembered); `handedOut`: a copy for a stage, not remembered. */
+export function stateOfText(text: string | null, handedOut = false): JsonValue | null {
+  if (text === null) return null;
+  const value = JSON.parse(text) as JsonValue;
+  if (!handedOut) rememberText(value, text);
+  return value;
+}
+
+/** A copy of a ledger state for a stage or a hook, which may do what it likes with it. */
+export function detachedState(state: JsonValue | null): JsonValue | null {
+  if (state === null) return null;
+  const text = knownText(state);
+  return text === undefined ? structuredClone(state) : (JSON.parse(text) as JsonValue);
+}
+
+/**
+ * The text of a stage file: what JSON.stringify(record) writes (the state is
+ * the record's last key), with the state's canonical text spliced in when the
+ * envelope already made it; `stateText`, when given, is the state instead of
+ * `record.state`.
+ */
+export function stageRecordText(record: StageRecord, stateText?: string | null): string {
+  const { state, ...head } = record;
+  const stateJson = stateText !== undefined ? (stateText ?? 'null') : state === null ? 'null' : (knownText(state) ?? JSON.stringify(state));
+  return `${JSON.stringify(head).slice(0, -1)},"state":${stateJson}}`;
 }
 
 /** `stage-NNNNN.json`: one file per reached stage, holding its ledger entry and its saved state together. */
@@ -117,10 +166,19 @@ const StageRecordSchema = z
   .superRefine(checkStageFacts)
   .superRefine((record, ctx) => {
     if (record.state === null) return;
-    if (!isCanonicalJsonValue(record.state)) {
+    // One walk: canonicalJson throws exactly for a value outside the domain, and its text gives the size.
+    let text: string;
+    try {
+      text = canonicalJson(record.state);
+    } catch {
       ctx.addIssue({ code: 'custom', path: ['state'], message: 'state is outside canonical JSON' });
-    } else if (Buffer.byteLength(canonicalJson(record.state), 'utf8') > MAX_STAGE_STATE_BYTES) {
+      return;
+    }
+    if (Buffer.byteLength(text, 'utf8') > MAX_STAGE_STATE_BYTES) {
       ctx.addIssue({ code: 'custom', path: ['state'], message: 'state is over the size limit' });
+    } else {
+      // The parsed state is the value the ledger keeps (z.unknown passes it through): a resume's copy of it is not serialized again.
+      rememberText(record.state as JsonValue, text);
     }
   });
 export type StageRecord = Omit<z.infer<typeof StageRecordSchema>, 'state'> & { state: JsonValue | null };

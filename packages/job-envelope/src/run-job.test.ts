@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { STAGE_IDS, codeOf, readJsonFile, recordingStages, runDirs, scratchDir, snapshotTree, spec } from '../tests/support/fixtures.js';
 import { interruptAt } from '../tests/support/interrupt.js';
 import { INTERNAL_STAGE_ERROR } from './ledger.js';
+import { JobSummarySchema } from './report.js';
 import { MAX_STAGE_STATE_BYTES } from './limits.js';
 import { type CheckpointEvent, runJob } from './run-job.js';
 import type { JobStage, StageContext } from './stage.js';
@@ -178,6 +179,36 @@ describe('stage state', () => {
     expect(stageFile(report.run_id, 0)).toMatchObject({ status: 'succeeded', state: { requests: ['r-1', 'r-2'] } });
   });
 
+  it('is the value as it was saved, in canonical text, whatever the stage does to its own value afterwards', async () => {
+    const seen: unknown[] = [];
+    const stages: JobStage[] = [
+      {
+        id: 'alpha',
+        run: (ctx) => {
+          const value = { zeta: [1, 2], alpha: { '10': 'ten', '2': 'two' } };
+          ctx.saveState(value);
+          value.zeta.push(3);
+          value.alpha['2'] = 'changed';
+          seen.push(ctx.state);
+        },
+      },
+      {
+        id: 'beta',
+        run: (ctx) => {
+          const earlier = ctx.earlierState('alpha') as { zeta: number[] };
+          earlier.zeta.push(4);
+          seen.push(ctx.earlierState('alpha'));
+        },
+      },
+    ];
+    const report = await runJob(spec({ stage_ids: ['alpha', 'beta'] }), stages, { workspace });
+    const saved = { zeta: [1, 2], alpha: { '10': 'ten', '2': 'two' } };
+    expect(seen).toEqual([saved, saved]);
+    const text = readFileSync(runFile(report.run_id, 'stage-00000.json'), 'utf8');
+    expect(text.endsWith(',"state":{"alpha":{"10":"ten","2":"two"},"zeta":[1,2]}}')).toBe(true);
+    expect(JSON.parse(text)).toMatchObject({ status: 'succeeded', stage_id: 'alpha', state: saved });
+  });
+
   it('refuses a state outside canonical JSON or over the size limit and keeps the last saved one', async () => {
     const codes: string[] = [];
     const stage: JobStage = {
@@ -239,12 +270,30 @@ describe('the summary hook', () => {
     });
   });
 
+  it('puts a copy of the summary in the report, equal to what its schema accepts', async () => {
+    const summary = { counts: { succeeded: 2, failed: 0 }, items: [{ id: 'client-a', state: 'succeeded' }, { id: 'client-b', state: 'succeeded' }] };
+    const report = await runJob(spec({ stage_ids: ['alpha', 'beta'] }), stages, { workspace, summarize: () => summary });
+    expect(report.summary).toEqual(JobSummarySchema.parse(summary));
+    summary.items.push({ id: 'client-c', state: 'failed' });
+    summary.counts.failed = 1;
+    expect(report.summary).toEqual({ counts: { succeeded: 2, failed: 0 }, items: [{ id: 'client-a', state: 'succeeded' }, { id: 'client-b', state: 'succeeded' }] });
+    expect(readJsonFile(runFile(report.run_id, 'report.json'))).toEqual(report);
+  });
+
   it.each([
     ['free text in an item state', { counts: {}, items: [{ id: 'client-a', state: 'failed: password=x' }] }],
     ['a path as an item id', { counts: {}, items: [{ id: '/etc/shadow', state: 'failed' }] }],
     ['an extra field', { counts: {}, items: [], message: 'hello' }],
     ['a count that is not an integer', { counts: { failed: 0.5 }, items: [] }],
     ['the same item twice', { counts: {}, items: [{ id: 'a', state: 'failed' }, { id: 'a', state: 'failed' }] }],
+    ['a count key that is not a code', { counts: { 'Failed!': 1 }, items: [] }],
+    ['a negative count', { counts: { failed: -1 }, items: [] }],
+    ['more count keys than allowed', { counts: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`c${i}`, 1])), items: [] }],
+    ['an item with an extra field', { counts: {}, items: [{ id: 'a', state: 'failed', message: 'hello' }] }],
+    ['an item id that is a number', { counts: {}, items: [{ id: 7, state: 'failed' }] }],
+    ['items that are not a list', { counts: {}, items: { a: 'failed' } }],
+    ['counts that are a list', { counts: [1], items: [] }],
+    ['a missing field', { counts: {} }],
   ])('refuses %s with invalid_summary and leaves the run resumable', async (_what, summary) => {
     let runId = '';
     const code = await codeOf(() => runJob(spec({ stage_ids: ['alpha', 'beta'] }), stages, { workspace, summarize: () => summary as never, onCheckpoint: (e) => void (runId = e.runId) }));

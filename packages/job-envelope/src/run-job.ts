@@ -13,7 +13,9 @@ import {
   type StageError,
   type StageRecord,
   type StageStatus,
-  checkStageStateValue,
+  canonicalStateText,
+  detachedState,
+  stateOfText,
 } from './ledger.js';
 import { JOB_SCHEMA_VERSION } from './limits.js';
 import { type JobReport, type JobSummary, buildReport, parseJobSummary } from './report.js';
@@ -298,7 +300,10 @@ class Runner {
    */
   async runStage(stage: JobStage, index: number, previous: LedgerStage, ledger: readonly LedgerStage[]): Promise<LedgerStage> {
     const runId = this.#header.run_id;
-    let state = previous.state;
+    // The stage's state: the ledger's value, until a save in this run makes its canonical text the latest (`saved`),
+    // kept as text so a save neither parses nor serializes it again; it becomes a value once, when the stage ends.
+    const state = previous.state;
+    let saved: string | null | undefined;
     const running: LedgerStage = { ...previous, status: 'running', started_at: this.#stamp(), finished_at: null, attempts: previous.attempts + 1, error: null };
     writeStageRecord(this.#dir, stageRecord(runId, index, running));
     this.#emit('before_stage', { id: stage.id, index, status: 'running' });
@@ -316,19 +321,19 @@ class Runner {
       runDir: dir.path,
       signal: this.#options.signal,
       get state() {
-        return state === null ? null : structuredClone(state);
+        return saved === undefined ? detachedState(state) : stateOfText(saved, true);
       },
       saveState(value) {
         if (!open) throw new JobEnvelopeError('invalid_stage_state', 'a stage may save its state only while it runs');
-        const checked = checkStageStateValue(value);
-        writeStageRecord(dir, stageRecord(runId, index, { ...running, state: checked }));
-        state = checked;
+        const text = canonicalStateText(value);
+        writeStageRecord(dir, stageRecord(runId, index, running), text);
+        saved = text;
       },
       earlierState(stageId) {
         const position = ledger.findIndex((s) => s.stage_id === stageId);
         const found = position >= 0 && position < index ? ledger[position] : undefined;
         if (found === undefined) throw new JobEnvelopeError('invalid_argument', `stage ${index} asked for the state of a stage that is not before it`);
-        return found.state === null ? null : structuredClone(found.state);
+        return detachedState(found.state);
       },
       fail(code) {
         throw new DeclaredStageFailure(code);
@@ -345,7 +350,7 @@ class Runner {
     }
     // Aborted while it ran: whatever it returned or threw is not its outcome. It stays running, re-entered on resume.
     stopIfAborted(this.#options.signal);
-    const finished: LedgerStage = { ...running, status: error === null ? 'succeeded' : 'failed', finished_at: this.#stamp(), error, state };
+    const finished: LedgerStage = { ...running, status: error === null ? 'succeeded' : 'failed', finished_at: this.#stamp(), error, state: saved === undefined ? state : stateOfText(saved) };
     writeStageRecord(this.#dir, stageRecord(runId, index, finished));
     this.#emit('after_stage', { id: stage.id, index, status: finished.status });
     return finished;
@@ -360,7 +365,7 @@ class Runner {
       const input: SummaryInput = {
         dryRun: this.#spec.dry_run,
         status,
-        stages: stages.map((s) => ({ stage_id: s.stage_id, status: s.status, state: s.state === null ? null : structuredClone(s.state) })),
+        stages: stages.map((s) => ({ stage_id: s.stage_id, status: s.status, state: detachedState(s.state) })),
       };
       let produced: unknown;
       try {

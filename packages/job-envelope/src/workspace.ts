@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, fsyncSync, openSync } from 'node:fs';
 import { type FileLock, type PrivateDir, ReceiptStoreError, openPrivateDir } from '@oduflow/receipt-store';
 import { JobEnvelopeError, fromStoreError, store } from './errors.js';
-import { type Ledger, type StageRecord, type Superseded, SupersededSchema, stageFileIndex, stageFileName, validateLedger } from './ledger.js';
+import { type Ledger, type StageRecord, type Superseded, SupersededSchema, stageFileIndex, stageFileName, stageRecordText, validateLedger } from './ledger.js';
 import type { JobReport } from './report.js';
 import { schemaFailure } from './schema-failure.js';
 
@@ -204,8 +204,9 @@ export function checkHandOverLeftovers(dir: PrivateDir, runId: string): void {
   }
 }
 
-export function writeStageRecord(dir: PrivateDir, record: StageRecord): void {
-  store(`stage ${record.index} of run ${record.run_id}`, () => dir.writeJsonAtomic(stageFileName(record.index), record, { replace: true }));
+/** Replaces a stage file; `stateText` (canonical, from canonicalStateText), when given, is written as its state instead of `record.state`. */
+export function writeStageRecord(dir: PrivateDir, record: StageRecord, stateText?: string | null): void {
+  store(`stage ${record.index} of run ${record.run_id}`, () => dir.writeJsonTextAtomic(stageFileName(record.index), stageRecordText(record, stateText), { replace: true }));
 }
 
 /** The first header of a run is written without replace: two runners can never both create one run. */

@@ -43,6 +43,13 @@ export interface PrivateDir {
    * Readers see the old content or the new, never a mix, also after a crash.
    */
   writeJsonAtomic(name: string, value: unknown, options?: WriteJsonOptions): void;
+  /**
+   * writeJsonAtomic for a caller that already holds the value's JSON text
+   * (e.g. its canonical serialization), so it is not serialized twice. The
+   * text is written as given: readJson of the file is `malformed_json` if it
+   * was not JSON.
+   */
+  writeJsonTextAtomic(name: string, text: string, options?: WriteJsonOptions): void;
   /** Entry names, sorted, without temporary files. */
   list(): string[];
   /** Removes a file (not a directory); `not_found` if it is not there. */
@@ -323,6 +330,19 @@ class PinnedPrivateDir implements PrivateDir {
     if (typeof text !== 'string') {
       throw new ReceiptStoreError('malformed_json', `the value for ${display} has no JSON representation`);
     }
+    this.#writeTextAtomic(name, display, text, options);
+  }
+
+  writeJsonTextAtomic(name: string, text: string, options: WriteJsonOptions = {}): void {
+    checkName(name);
+    const display = this.#display(name);
+    // A caller in plain JavaScript may pass anything.
+    const given: unknown = text;
+    if (typeof given !== 'string') throw new ReceiptStoreError('malformed_json', `the text for ${display} is not a string`);
+    this.#writeTextAtomic(name, display, text, options);
+  }
+
+  #writeTextAtomic(name: string, display: string, text: string, options: WriteJsonOptions): void {
     const dirFd = this.#dirFd();
     const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, LOCK_EX, LOCK_NB, RENAME_NOREPLACE } = native().constants;
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {

@@ -55,6 +55,23 @@ describe('atomic JSON files', () => {
     dir.close();
   });
 
+  it('writes JSON text it is given verbatim, with the same no-replace rule, and refuses a text that is not a string', () => {
+    const dir = openPrivateDir(join(root, 'store'), { create: true });
+    const text = '{"a":1,"b":[true,null,"x"]}';
+    dir.writeJsonTextAtomic('given.json', text);
+    expect(readFileSync(join(root, 'store', 'given.json'), 'utf8')).toBe(text);
+    expect(dir.readJson('given.json')).toEqual({ a: 1, b: [true, null, 'x'] });
+    expect(mode(join(root, 'store', 'given.json'))).toBe(0o600);
+    expect(codeOf(() => dir.writeJsonTextAtomic('given.json', '{"a":2}'))).toBe('already_exists');
+    dir.writeJsonTextAtomic('given.json', '{"a":2}', { replace: true });
+    expect(dir.readJson('given.json')).toEqual({ a: 2 });
+    expect(codeOf(() => dir.writeJsonTextAtomic('other.json', { a: 3 } as never))).toBe('malformed_json');
+    expect(codeOf(() => dir.writeJsonTextAtomic('../escape.json', '{}'))).toBe('invalid_name');
+    expect(dir.list()).toEqual(['given.json']);
+    expect(temps(join(root, 'store'))).toEqual([]);
+    dir.close();
+  });
+
   it('refuses to replace an existing file unless replace is set, leaving the first content', () => {
     const dir = openPrivateDir(join(root, 'store'), { create: true });
     dir.writeJsonAtomic('r', { first: true });

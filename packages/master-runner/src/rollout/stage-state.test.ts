@@ -43,6 +43,11 @@ describe('a rollout stage state', () => {
     expect(Buffer.byteLength(canonicalJson(stateValue(full)), 'utf8')).toBeLessThan(MAX_STAGE_STATE_BYTES);
   });
 
+  it('is built with its keys in canonical order, so the native serializer already writes its canonical text', () => {
+    const value = stateValue(state([worstRow(0), worstRow(1)]));
+    expect(JSON.stringify(value)).toBe(canonicalJson(value));
+  });
+
   it.each<[string, (row: Record<string, unknown>) => void]>([
     ['free text as a reason', (row) => void (row['reason'] = 'connection failed: password=x')],
     ['a path as a detail', (row) => void (row['detail'] = '/etc/shadow')],

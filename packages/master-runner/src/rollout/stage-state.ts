@@ -54,15 +54,31 @@ export function parseStageState(value: JsonValue | null, stageId: string): Rollo
   return parsed.data;
 }
 
-/** The state as the envelope stores it (plain canonical JSON). */
+/**
+ * The state as the envelope stores it (plain canonical JSON), every object
+ * built with its keys in canonical (UTF-16 ascending) order: the envelope's
+ * canonicalJson then serializes it with one native JSON.stringify instead of
+ * sorting every row's keys on each of a stage's three saves. The bytes are the
+ * same either way; only the cost differs.
+ */
 export function stateValue(state: RolloutStageState): JsonValue {
   return {
-    version: state.version,
+    batch_size: state.batch_size,
+    budget_used: state.budget_used,
+    max_unresolved: state.max_unresolved,
     profile: state.profile,
     target_count: state.target_count,
-    batch_size: state.batch_size,
-    max_unresolved: state.max_unresolved,
-    targets: state.targets.map((row) => ({ ...row })),
-    budget_used: state.budget_used,
+    targets: state.targets.map((row) => ({
+      blocked_by: row.blocked_by,
+      detail: row.detail,
+      minion_id: row.minion_id,
+      outcome: row.outcome,
+      passed: row.passed,
+      reason: row.reason,
+      record_state: row.record_state,
+      request_id: row.request_id,
+      total: row.total,
+    })),
+    version: state.version,
   };
 }
