@@ -407,8 +407,9 @@ describe('PostgreSQL store: the password and what operators see', () => {
       [`postgres//oduflow:${wrongPassword}@127.0.0.1/x`, 'config_invalid', wrongPassword],
     ];
     for (const [connectionString, code, secret] of cases) {
-      for (const attempt of [createPostgresRecordStore({ connectionString }), migratePostgres({ connectionString })]) {
-        const error = await failure(attempt);
+      // One at a time: a second promise made up front could reject before anything awaits it (an unhandled rejection).
+      for (const attempt of [() => createPostgresRecordStore({ connectionString }), () => migratePostgres({ connectionString })]) {
+        const error = await failure(attempt());
         expect(error.code).toBe(code);
         expect(error.cause).toBeUndefined();
         expect(`${error.message} ${error.stack ?? ''} ${JSON.stringify(error)}`).not.toContain(secret);
