@@ -160,6 +160,15 @@ export interface RecordStore {
    * held while the caller works on a page.
    */
   scan(filter?: RecordFilter, options?: ScanOptions): AsyncIterable<readonly RequestRecord[]>;
+  /**
+   * The records that block this target (as TargetUnit.blockers), read
+   * without the target's lock: it never waits for a unit that holds it and
+   * writes nothing. A look only (refuseIfTargetBlocked, before a network
+   * call): a create under way may or may not be seen, so a decision to create
+   * is taken again under the lock (reserve). Throws invalid_input for a
+   * string that is not a minion id, as withTarget does.
+   */
+  blockersOf(minionId: string): Promise<RequestRecord[]>;
   /** Runs `work` under the target's exclusive lock. */
   withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T>;
   /**
