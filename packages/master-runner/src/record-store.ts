@@ -174,7 +174,9 @@ export interface RecordStore {
   /**
    * Under the request's exclusive lock: reads the record, calls `decide`
    * (pure, synchronous: no I/O inside a unit) and writes its result when it is
-   * a different object. Throws `not_found` when there is no such record; an
+   * a different object. A store may get the same effect optimistically: write
+   * only if the record is still the one decided on, else call `decide` again
+   * on the newer record (PostgreSQL does, at most once more, then locks). Throws `not_found` when there is no such record; an
    * error thrown by `decide` aborts the unit with nothing written. A store may
    * refuse a write that would leave two blocking records on one target
    * (`target_blocked`, nothing written); no protocol-1 transition does that.

@@ -46,6 +46,11 @@ export class Database {
     this.#pool.on('error', () => undefined);
   }
 
+  /** Whether this call runs inside a unit (its statements join the unit's transaction). */
+  get inUnit(): boolean {
+    return this.#current() !== undefined;
+  }
+
   /** One statement outside any transaction, or inside the enclosing unit. */
   async read<T>(fn: (q: Query) => Promise<T>): Promise<T> {
     const unit = this.#current();

@@ -40,22 +40,31 @@ export function appendValues(requestId: string, entry: HistoryEntry): unknown[] 
 }
 
 /**
- * One statement that makes `change` (a data-modifying statement on the
- * locked request $1, its own parameters from $11 on),
- * appends the entry for it, numbered after the request's last one (1 for a
- * request stored before histories; `entry.seq` is not used), and lets go
- * of the entry that fell out of the tail. Every data-modifying part of a
- * WITH runs, referenced or not, on one snapshot: the INSERT and the DELETE
- * see the history rows as they were before the statement, which is all they
- * need (the new seq is one past the last; only an older entry is removed).
+ * One statement that makes `change` (an UPDATE … RETURNING of the request
+ * $1, its own parameters from $11 on), appends the entry for it, numbered
+ * after the request's last one (1 for a request stored before histories;
+ * `entry.seq` is not used), lets go of the entry that fell out of the tail,
+ * and answers `n`: how many rows the change updated (0: nothing was written,
+ * history included). Every data-modifying part of a WITH runs, referenced
+ * or not, on one snapshot: the INSERT and the DELETE see the history rows
+ * as they were before the statement, which is all they need (the new seq is
+ * one past the last; only an older entry is removed). A history row is only
+ * ever written with a change of its record, so one committed after that
+ * snapshot means the record changed too, and `change` (re-checked on the
+ * newest row) updated nothing.
  */
 export function appendChangeSql(change: string): string {
-  return `WITH changed AS (${change}), added AS (
+  return `WITH changed AS (${change}),
+     added AS (
        INSERT INTO ${HISTORY} (request_id, ${HISTORY_COLUMNS})
        SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM ${HISTORY} WHERE request_id = $1
+       HAVING EXISTS (SELECT 1 FROM changed)
        RETURNING seq
+     ),
+     pruned AS (
+       DELETE FROM ${HISTORY} h USING added WHERE h.request_id = $1 AND h.seq > $9 AND h.seq <= added.seq - $10
      )
-     DELETE FROM ${HISTORY} h USING added WHERE h.request_id = $1 AND h.seq > $9 AND h.seq <= added.seq - $10`;
+     SELECT count(*)::integer AS n FROM changed`;
 }
 
 /** The request's history, or undefined when there is no such request; rows that do not make a valid history are store_corrupt. */

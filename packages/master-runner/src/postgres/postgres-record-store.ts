@@ -38,8 +38,10 @@ import { ONE_BLOCKING_PER_TARGET, SCHEMA } from './schema.js';
  *                  row (ON CONFLICT on the id: request_exists; the one-blocking index: target_blocked)
  *                  with its first history row in the same statement, the outbox row and the key
  *                  binding: all or nothing
- *   updateRequest  BEGIN; the request row FOR UPDATE; decide() on what is stored; UPDATE with
- *                  the history row (and the one it pushes out of the cap) in one statement; COMMIT
+ *   updateRequest  the record and its row version (one SELECT); decide(); UPDATE with the history
+ *                  row (and the one it pushes out of the cap) in one autocommit statement, only if
+ *                  the row is still that version; else, once, the locked way: BEGIN; the request
+ *                  row FOR UPDATE; decide(); the same statement; COMMIT (inside a unit: only that)
  *   blockersOf     one autocommit SELECT, no lock: the look before a capability call
  * Reads outside a unit are single statements. No unit waits on the
  * network: callers do Salt I/O between units. A row lock waited on for
@@ -127,6 +129,47 @@ async function createIn(q: Query, minionId: string, record: ProtocolRequestRecor
   }
   if (key !== undefined) await bindKey(q, key, at);
   return { created: true, record };
+}
+
+/**
+ * decide() on `before` and, when it changed the record, the record and its
+ * history entry written in one statement (appendChangeSql): both or neither.
+ * With `version`, only if the row is still that version (xmin): undefined
+ * when it is not (another writer committed since `before` was read).
+ */
+async function writeChange(
+  q: Query,
+  before: ProtocolRequestRecord,
+  decide: (current: RequestRecord) => RequestRecord,
+  change: RecordChange,
+  version: string | undefined,
+): Promise<UpdateOutcome | undefined> {
+  const requestId = before.request_id;
+  let after: RequestRecord;
+  try {
+    after = decide(before);
+  } catch (error) {
+    throw new CallerError(error);
+  }
+  if (after === before) return { before, after, changed: false };
+  if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
+    throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
+  }
+  const [, , , state, blocking, record] = rowValues(after);
+  // Validated here, numbered by the database (appendChangeSql): the seq given is a placeholder.
+  const entry = changeHistoryEntry(1, before, after, change);
+  const unchangedSince = version === undefined ? '' : ' AND xmin = $14::xid';
+  let written;
+  try {
+    written = await q<{ n: number }>(
+      appendChangeSql(`UPDATE ${REQUESTS} SET state = $11, blocking = $12, record = $13::jsonb, written_at = now() WHERE request_id = $1${unchangedSince} RETURNING request_id`),
+      [...appendValues(requestId, entry), state, blocking, record, ...(version === undefined ? [] : [version])],
+    );
+  } catch (error) {
+    if (isOneBlockingViolation(error)) throw new CallerError(new Blocked(before.minion_id));
+    throw error;
+  }
+  return written.rows[0]?.n === 1 ? { before, after, changed: true } : undefined;
 }
 
 export async function createPostgresRecordStore(options: PostgresStoreOptions): Promise<RecordStore> {
@@ -223,39 +266,40 @@ class PostgresRecordStore implements RecordStore {
     );
   }
 
+  /**
+   * First without a lock, outside a unit: one autocommit SELECT of the
+   * record and its row version (xmin), decide(), then one autocommit
+   * statement that writes the record and its history entry only if the row
+   * is still that version (a concurrent writer's commit changes it; READ
+   * COMMITTED re-checks the condition on the newest version). Nothing to
+   * change costs the SELECT alone. When another writer got in between, the
+   * change is decided again on what it wrote, under the row lock (BEGIN;
+   * FOR UPDATE; the same statement; COMMIT), so decide() runs at most twice
+   * and no update is ever lost. Inside a unit (its own transaction), the
+   * locked way only, as a savepoint: a refused write must not abort the unit.
+   */
   async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord, change: RecordChange): Promise<UpdateOutcome> {
     if (!isRequestId(requestId)) throw new MasterRunnerError('not_found', 'no record with that request id');
     try {
+      if (!this.#db.inUnit) {
+        const optimistic = await pgCall('updating a record', () =>
+          this.#db.read(async (q) => {
+            const found = await q<RecordRow & { version: string }>(`SELECT ${RECORD_COLUMNS}, xmin::text AS version FROM ${REQUESTS} WHERE request_id = $1`, [requestId]);
+            const row = found.rows[0];
+            if (row === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
+            const { version, ...stored } = row;
+            return writeChange(q, decodeRow(stored), decide, change, version);
+          }),
+        );
+        if (optimistic !== undefined) return optimistic;
+      }
       return await pgCall('updating a record', () =>
         this.#db.transaction(async (q): Promise<UpdateOutcome> => {
           const before = await selectRecord(q, requestId, 'FOR UPDATE');
           if (before === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
-          let after: RequestRecord;
-          try {
-            after = decide(before);
-          } catch (error) {
-            throw new CallerError(error);
-          }
-          if (after === before) return { before, after, changed: false };
-          if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
-            throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
-          }
-          const [, , , state, blocking, record] = rowValues(after);
-          // Validated here, numbered by the database (appendChangeSql): the seq given is a placeholder.
-          const entry = changeHistoryEntry(1, before, after, change);
-          try {
-            // The record and its history entry in one statement (appendChangeSql): both or neither.
-            await q(appendChangeSql(`UPDATE ${REQUESTS} SET state = $11, blocking = $12, record = $13::jsonb, written_at = now() WHERE request_id = $1`), [
-              ...appendValues(requestId, entry),
-              state,
-              blocking,
-              record,
-            ]);
-          } catch (error) {
-            if (isOneBlockingViolation(error)) throw new CallerError(new Blocked(before.minion_id));
-            throw error;
-          }
-          return { before, after, changed: true };
+          const outcome = await writeChange(q, before, decide, change, undefined);
+          if (outcome === undefined) throw new MasterRunnerError('internal', 'a locked record changed under its lock', { requestId });
+          return outcome;
         }),
       );
     } catch (error) {
