@@ -228,6 +228,17 @@ describe('PostgreSQL store: updates of one request racing from two pools', () =>
   });
 });
 
+describe('PostgreSQL store: prepared statements', () => {
+  it('answers statements past the named ones as it answers the named ones (a list with a hundred and twenty different limits)', async () => {
+    const { a } = await twoMasters();
+    for (let n = 1; n <= 3; n += 1) await a.withTarget(minion(n), (unit) => unit.create(record(n, minion(n))));
+    for (let limit = 1; limit <= 120; limit += 1) {
+      const page = await a.list({}, { limit });
+      expect(page.map((r) => r.request_id)).toEqual([requestId(1), requestId(2), requestId(3)].slice(0, limit));
+    }
+  });
+});
+
 describe('PostgreSQL store: JIDs are unique for ever, across master instances', () => {
   it('hands each JID to exactly one of two pools creating on different targets at once', async () => {
     const { a, b } = await twoMasters();
