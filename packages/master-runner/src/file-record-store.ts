@@ -327,6 +327,17 @@ class FileRecordStore implements RecordStore {
     if (page.length > 0) yield page;
   }
 
+  /**
+   * The target lock is not taken: invariant U puts a blocking record's
+   * unresolved entry before the record, and every file is replaced by an
+   * atomic rename, so a lockless read sees each record whole, either as it
+   * was or as it is. A create under way may be missed (reserve decides again under the lock).
+   */
+  async blockersOf(minionId: string): Promise<RequestRecord[]> {
+    if (!isMinionId(minionId)) throw new MasterRunnerError('invalid_input', 'not a minion id', { detail: 'invalid_minion_id' });
+    return this.#shared(() => storeCall('checking the target', () => this.#blockers(minionId)));
+  }
+
   async withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T> {
     // The lock file is named from the id: never from one that is not a minion id.
     if (!isMinionId(minionId)) throw new MasterRunnerError('invalid_input', 'not a minion id', { detail: 'invalid_minion_id' });

@@ -160,12 +160,23 @@ export interface RecordStore {
    * held while the caller works on a page.
    */
   scan(filter?: RecordFilter, options?: ScanOptions): AsyncIterable<readonly RequestRecord[]>;
+  /**
+   * The records that block this target (as TargetUnit.blockers), read
+   * without the target's lock: it never waits for a unit that holds it and
+   * writes nothing. A look only (refuseIfTargetBlocked, before a network
+   * call): a create under way may or may not be seen, so a decision to create
+   * is taken again under the lock (reserve). Throws invalid_input for a
+   * string that is not a minion id, as withTarget does.
+   */
+  blockersOf(minionId: string): Promise<RequestRecord[]>;
   /** Runs `work` under the target's exclusive lock. */
   withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T>;
   /**
    * Under the request's exclusive lock: reads the record, calls `decide`
    * (pure, synchronous: no I/O inside a unit) and writes its result when it is
-   * a different object. Throws `not_found` when there is no such record; an
+   * a different object. A store may get the same effect optimistically: write
+   * only if the record is still the one decided on, else call `decide` again
+   * on the newer record (PostgreSQL does, at most once more, then locks). Throws `not_found` when there is no such record; an
    * error thrown by `decide` aborts the unit with nothing written. A store may
    * refuse a write that would leave two blocking records on one target
    * (`target_blocked`, nothing written); no protocol-1 transition does that.

@@ -37,9 +37,13 @@ function refuseIfBlocked(blockers: readonly RequestRecord[]): void {
   throw new MasterRunnerError('target_blocked', blockedMessage(first), { requestId: first.request_id, detail: first.state });
 }
 
-/** A cheap look before a network call (the decision is taken again under the lock by reserve). */
+/**
+ * A cheap look before a network call, without the target lock (no write, no
+ * wait): the decision is taken again under the lock by reserve, so a create
+ * that races this look only costs a refusal there, never a second blocker.
+ */
 export async function refuseIfTargetBlocked(d: ResolvedDeps, minionId: string): Promise<void> {
-  await d.store.withTarget(minionId, async (unit) => refuseIfBlocked(await unit.blockers()));
+  refuseIfBlocked(await d.store.blockersOf(minionId));
 }
 
 /**

@@ -198,6 +198,44 @@ export function runRecordStoreConformance(name: string, makeStore: StoreFactory,
       await store.updateRequest(requestId(2), (r) => step(r, 'intent_recorded', 'reconciled'), { event: 'observed', source: 'poller' });
       expect(await store.withTarget(MINION, (u) => u.blockers())).toEqual([]);
       expect(await store.withTarget(OTHER_MINION, (u) => u.blockers())).toEqual([]);
+      expect(await store.blockersOf(MINION)).toEqual([]);
+      expect(await store.blockersOf(OTHER_MINION)).toEqual([]);
+    });
+
+    it('shows the look without the lock a blocking record another unit created, and only on its target', async () => {
+      await put(store, record(1));
+      expect(await store.blockersOf(MINION)).toEqual([record(1)]);
+      expect(await store.blockersOf(OTHER_MINION)).toEqual([]);
+      expect(await codeOf(store.blockersOf('../escape'))).toBe('invalid_input');
+    });
+
+    it('answers the look without the lock while another unit holds the target lock', async () => {
+      await put(store, record(1));
+      let entered!: () => void;
+      const inUnit = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let unitOpen = true;
+      const unit = store.withTarget(MINION, async (u) => {
+        entered();
+        await held;
+        unitOpen = false;
+        return u.blockers();
+      });
+      await inUnit;
+      // Only a fallback so a store that waits for the lock fails here rather than hanging: the look must come back first.
+      const fallback = setTimeout(release, 2_000);
+      const seen = await store.blockersOf(MINION);
+      const answeredWhileHeld = unitOpen;
+      release();
+      clearTimeout(fallback);
+      expect(answeredWhileHeld).toBe(true);
+      expect(seen.map((r) => r.request_id)).toEqual([requestId(1)]);
+      expect((await unit).map((r) => r.request_id)).toEqual([requestId(1)]);
     });
 
     it('lists records in request-id order and filters by target, state and resolution', async () => {

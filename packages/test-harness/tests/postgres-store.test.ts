@@ -194,6 +194,51 @@ describe('PostgreSQL store: one blocking record per target, across master instan
   });
 });
 
+describe('PostgreSQL store: updates of one request racing from two pools', () => {
+  it('loses no update and no history entry, and decides each update at most twice (once more after a lost race)', async () => {
+    const { a, b } = await twoMasters();
+    await a.withTarget(MINION, (unit) => unit.create(record(1)));
+    let decided = 0;
+    const bump = (r: RequestRecord): RequestRecord => {
+      decided += 1;
+      return { ...(r as ProtocolRequestRecord), publish_attempts: (r as ProtocolRequestRecord).publish_attempts + 1 };
+    };
+    const updates = 30;
+    const outcomes = await Promise.all(
+      Array.from({ length: updates }, (_, i) => (i % 2 === 0 ? a : b).updateRequest(requestId(1), bump, { event: 'observed', source: 'poller' })),
+    );
+    expect(outcomes.every((o) => o.changed)).toBe(true);
+    expect(((await b.get(requestId(1))) as ProtocolRequestRecord).publish_attempts).toBe(updates);
+    expect(decided).toBeGreaterThanOrEqual(updates);
+    expect(decided).toBeLessThanOrEqual(2 * updates);
+    const history = await a.history(requestId(1));
+    // The creation and every update, each with its own number: none lost, none twice.
+    expect((history?.entries.length ?? 0) + (history?.dropped ?? 0)).toBe(updates + 1);
+    const seqs = history?.entries.map((e) => e.seq) ?? [];
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(seqs[seqs.length - 1]).toBe(updates + 1);
+  });
+
+  it('writes nothing, history included, when an update decides the record it was given', async () => {
+    const { a, b } = await twoMasters();
+    await a.withTarget(MINION, (unit) => unit.create(record(1)));
+    const kept = await b.updateRequest(requestId(1), (r) => r, { event: 'observed', source: 'poller' });
+    expect(kept.changed).toBe(false);
+    expect(await a.history(requestId(1))).toMatchObject({ entries: [{ seq: 1, event: 'created' }], dropped: 0 });
+  });
+});
+
+describe('PostgreSQL store: prepared statements', () => {
+  it('answers statements past the named ones as it answers the named ones (a list with a hundred and twenty different limits)', async () => {
+    const { a } = await twoMasters();
+    for (let n = 1; n <= 3; n += 1) await a.withTarget(minion(n), (unit) => unit.create(record(n, minion(n))));
+    for (let limit = 1; limit <= 120; limit += 1) {
+      const page = await a.list({}, { limit });
+      expect(page.map((r) => r.request_id)).toEqual([requestId(1), requestId(2), requestId(3)].slice(0, limit));
+    }
+  });
+});
+
 describe('PostgreSQL store: JIDs are unique for ever, across master instances', () => {
   it('hands each JID to exactly one of two pools creating on different targets at once', async () => {
     const { a, b } = await twoMasters();

@@ -86,6 +86,7 @@ function emptyStore(location: string): RecordStore {
     countUnresolved: () => Promise.resolve({}),
     history: () => Promise.resolve(undefined),
     scan: () => ({ [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true as const, value: undefined }) }) }),
+    blockersOf: () => Promise.resolve([]),
     withTarget: refuse,
     updateRequest: refuse,
     claimKey: refuse,

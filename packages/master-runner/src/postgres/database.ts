@@ -30,8 +30,31 @@ interface Unit {
   tail: Promise<unknown>;
 }
 
+/** Statement names by text, the same in every pool and connection (node-postgres refuses one name for two texts). */
+const statementNames = new Map<string, string>();
+/** Past this many distinct texts (a list() with an unusual filter or limit), statements go unnamed: never an unbounded set per connection. */
+const MAX_NAMED_STATEMENTS = 96;
+
+function statementName(sql: string): string | undefined {
+  const known = statementNames.get(sql);
+  if (known !== undefined || statementNames.size >= MAX_NAMED_STATEMENTS) return known;
+  const name = `oduflow_s${statementNames.size + 1}`;
+  statementNames.set(sql, name);
+  return name;
+}
+
+/**
+ * A statement with parameters is a named prepared statement: each
+ * connection parses and plans it once, later calls only bind and execute
+ * (one round trip either way). Without parameters (BEGIN, COMMIT,
+ * savepoints) it goes as a simple query.
+ */
 function queryOn(client: pg.ClientBase | pg.Pool): Query {
-  return (sql, params) => client.query(sql, params === undefined ? undefined : [...params]);
+  return (sql, params) => {
+    if (params === undefined || params.length === 0) return client.query(sql);
+    const name = statementName(sql);
+    return name === undefined ? client.query(sql, [...params]) : client.query({ name, text: sql, values: [...params] });
+  };
 }
 
 export class Database {
@@ -44,6 +67,11 @@ export class Database {
     // An idle connection that breaks (a server restart) is dropped by the pool; the next
     // statement fails and is reported there. Without a listener the process would crash.
     this.#pool.on('error', () => undefined);
+  }
+
+  /** Whether this call runs inside a unit (its statements join the unit's transaction). */
+  get inUnit(): boolean {
+    return this.#current() !== undefined;
   }
 
   /** One statement outside any transaction, or inside the enclosing unit. */

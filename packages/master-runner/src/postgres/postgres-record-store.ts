@@ -21,7 +21,7 @@ import type {
 import { resolveConnection, type PostgresStoreOptions } from './connection.js';
 import { Database, type Query, type UnitScope } from './database.js';
 import { limitOf, pageSizeOf, whereOf } from './filters.js';
-import { appendEntry, readHistory } from './history.js';
+import { appendChangeSql, appendValues, HISTORY, HISTORY_COLUMNS, historyValues, readHistory } from './history.js';
 import { bindKey, claimKey, expireKeys, holdsClaim, releaseKey } from './keys.js';
 import { checkSchemaVersion, readSchemaVersion } from './migrate.js';
 import { claimOutbox, deferOutbox, enqueue, removeOutbox } from './outbox.js';
@@ -33,12 +33,16 @@ import { ONE_BLOCKING_PER_TARGET, SCHEMA } from './schema.js';
  * The PostgreSQL RecordStore, for several master instances sharing one
  * database (the file store is the embedded default for one). Each unit of
  * the contract is one transaction:
- *   withTarget     BEGIN; the target's row FOR UPDATE (inserted on first use); the work; COMMIT
+ *   withTarget     BEGIN; the target's row locked (inserted on first use: one statement); the work; COMMIT
  *   create         (inside it, as a savepoint) the JID row (ON CONFLICT: jid_taken), the request
- *                  row (ON CONFLICT on the id: request_exists; the one-blocking index: target_blocked),
- *                  its first history row, the outbox row and the key binding: all or nothing
- *   updateRequest  BEGIN; the request row FOR UPDATE; decide() on what is stored; UPDATE;
- *                  the history row (and the one it pushes out of the cap); COMMIT
+ *                  row (ON CONFLICT on the id: request_exists; the one-blocking index: target_blocked)
+ *                  with its first history row in the same statement, the outbox row and the key
+ *                  binding: all or nothing
+ *   updateRequest  the record and its row version (one SELECT); decide(); UPDATE with the history
+ *                  row (and the one it pushes out of the cap) in one autocommit statement, only if
+ *                  the row is still that version; else, once, the locked way: BEGIN; the request
+ *                  row FOR UPDATE; decide(); the same statement; COMMIT (inside a unit: only that)
+ *   blockersOf     one autocommit SELECT, no lock: the look before a capability call
  * Reads outside a unit are single statements. No unit waits on the
  * network: callers do Salt I/O between units. A row lock waited on for
  * longer than lockTimeoutMs fails store_busy (lock_timeout, 55P03).
@@ -75,13 +79,16 @@ async function blockersOf(q: Query, minionId: string): Promise<ProtocolRequestRe
   return found.rows.map(decodeRow);
 }
 
-/** The target's row, locked for the rest of the transaction; created on first use. */
+/**
+ * The target's row, locked for the rest of the transaction, created on
+ * first use: one statement either way. ON CONFLICT DO UPDATE locks the
+ * existing row (the same exclusive tuple lock as FOR UPDATE) even when its
+ * WHERE lets no row be updated, so nothing is rewritten; a row this
+ * statement inserts is ours until COMMIT. A concurrent first use waits for
+ * the other insert, then locks the row it committed. Target rows are never deleted.
+ */
 async function lockTarget(q: Query, minionId: string): Promise<void> {
-  const lock = `SELECT 1 FROM ${TARGETS} WHERE minion_id = $1 FOR UPDATE`;
-  if ((await q(lock, [minionId])).rowCount === 1) return;
-  // A concurrent first use inserts too: ours waits for it, then finds its row.
-  await q(`INSERT INTO ${TARGETS} (minion_id) VALUES ($1) ON CONFLICT (minion_id) DO NOTHING`, [minionId]);
-  if ((await q(lock, [minionId])).rowCount !== 1) throw new MasterRunnerError('internal', 'a target row vanished under its lock');
+  await q(`INSERT INTO ${TARGETS} AS t (minion_id) VALUES ($1) ON CONFLICT (minion_id) DO UPDATE SET minion_id = t.minion_id WHERE false`, [minionId]);
 }
 
 async function createIn(q: Query, minionId: string, record: ProtocolRequestRecord, options: CreateOptions | undefined): Promise<CreateOutcome> {
@@ -95,10 +102,15 @@ async function createIn(q: Query, minionId: string, record: ProtocolRequestRecor
   if (reserved.rowCount !== 1) return { created: false, reason: 'jid_taken' };
   let stored;
   try {
+    // The record and its first history entry in one statement (seq 1: a new request has no rows yet); no row
+    // is stored when the request id conflicts, so the history INSERT adds nothing either and counts 0.
     stored = await q(
-      `INSERT INTO ${REQUESTS} (request_id, minion_id, jid, state, blocking, record) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
-       ON CONFLICT (request_id) DO NOTHING`,
-      rowValues(record),
+      `WITH stored AS (
+         INSERT INTO ${REQUESTS} (request_id, minion_id, jid, state, blocking, record) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+         ON CONFLICT (request_id) DO NOTHING RETURNING request_id
+       )
+       INSERT INTO ${HISTORY} (request_id, ${HISTORY_COLUMNS}) SELECT request_id, 1, $7, $8, $9, $10, $11, $12, $13 FROM stored`,
+      [...rowValues(record), ...historyValues(first)],
     );
   } catch (error) {
     if (isOneBlockingViolation(error)) throw new CallerError(new Blocked(minionId));
@@ -110,7 +122,6 @@ async function createIn(q: Query, minionId: string, record: ProtocolRequestRecor
     if (winner === undefined) throw new MasterRunnerError('internal', 'a request id conflicted with no stored record');
     throw new CallerError(new Undo({ created: false, reason: 'request_exists', existing: winner }));
   }
-  await appendEntry(q, record.request_id, first);
   const at = new Date(record.created_at);
   if (options?.outbox !== undefined) {
     if (typeof options.outbox.stateDataJson !== 'string') throw new MasterRunnerError('invalid_input', 'outbox state data must be a string');
@@ -118,6 +129,47 @@ async function createIn(q: Query, minionId: string, record: ProtocolRequestRecor
   }
   if (key !== undefined) await bindKey(q, key, at);
   return { created: true, record };
+}
+
+/**
+ * decide() on `before` and, when it changed the record, the record and its
+ * history entry written in one statement (appendChangeSql): both or neither.
+ * With `version`, only if the row is still that version (xmin): undefined
+ * when it is not (another writer committed since `before` was read).
+ */
+async function writeChange(
+  q: Query,
+  before: ProtocolRequestRecord,
+  decide: (current: RequestRecord) => RequestRecord,
+  change: RecordChange,
+  version: string | undefined,
+): Promise<UpdateOutcome | undefined> {
+  const requestId = before.request_id;
+  let after: RequestRecord;
+  try {
+    after = decide(before);
+  } catch (error) {
+    throw new CallerError(error);
+  }
+  if (after === before) return { before, after, changed: false };
+  if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
+    throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
+  }
+  const [, , , state, blocking, record] = rowValues(after);
+  // Validated here, numbered by the database (appendChangeSql): the seq given is a placeholder.
+  const entry = changeHistoryEntry(1, before, after, change);
+  const unchangedSince = version === undefined ? '' : ' AND xmin = $14::xid';
+  let written;
+  try {
+    written = await q<{ n: number }>(
+      appendChangeSql(`UPDATE ${REQUESTS} SET state = $11, blocking = $12, record = $13::jsonb, written_at = now() WHERE request_id = $1${unchangedSince} RETURNING request_id`),
+      [...appendValues(requestId, entry), state, blocking, record, ...(version === undefined ? [] : [version])],
+    );
+  } catch (error) {
+    if (isOneBlockingViolation(error)) throw new CallerError(new Blocked(before.minion_id));
+    throw error;
+  }
+  return written.rows[0]?.n === 1 ? { before, after, changed: true } : undefined;
 }
 
 export async function createPostgresRecordStore(options: PostgresStoreOptions): Promise<RecordStore> {
@@ -192,6 +244,12 @@ class PostgresRecordStore implements RecordStore {
     }
   }
 
+  /** One autocommit SELECT: no transaction, no row lock, no write (inside a unit, on its connection). */
+  async blockersOf(minionId: string): Promise<RequestRecord[]> {
+    if (!isMinionId(minionId)) throw new MasterRunnerError('invalid_input', 'not a minion id', { detail: 'invalid_minion_id' });
+    return pgCall('checking the target', () => this.#db.read((q) => blockersOf(q, minionId)));
+  }
+
   async withTarget<T>(minionId: string, work: (unit: TargetUnit) => Promise<T>): Promise<T> {
     if (!isMinionId(minionId)) throw new MasterRunnerError('invalid_input', 'not a minion id', { detail: 'invalid_minion_id' });
     return pgCall('working under the target lock', () =>
@@ -208,39 +266,40 @@ class PostgresRecordStore implements RecordStore {
     );
   }
 
+  /**
+   * First without a lock, outside a unit: one autocommit SELECT of the
+   * record and its row version (xmin), decide(), then one autocommit
+   * statement that writes the record and its history entry only if the row
+   * is still that version (a concurrent writer's commit changes it; READ
+   * COMMITTED re-checks the condition on the newest version). Nothing to
+   * change costs the SELECT alone. When another writer got in between, the
+   * change is decided again on what it wrote, under the row lock (BEGIN;
+   * FOR UPDATE; the same statement; COMMIT), so decide() runs at most twice
+   * and no update is ever lost. Inside a unit (its own transaction), the
+   * locked way only, as a savepoint: a refused write must not abort the unit.
+   */
   async updateRequest(requestId: string, decide: (current: RequestRecord) => RequestRecord, change: RecordChange): Promise<UpdateOutcome> {
     if (!isRequestId(requestId)) throw new MasterRunnerError('not_found', 'no record with that request id');
     try {
+      if (!this.#db.inUnit) {
+        const optimistic = await pgCall('updating a record', () =>
+          this.#db.read(async (q) => {
+            const found = await q<RecordRow & { version: string }>(`SELECT ${RECORD_COLUMNS}, xmin::text AS version FROM ${REQUESTS} WHERE request_id = $1`, [requestId]);
+            const row = found.rows[0];
+            if (row === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
+            const { version, ...stored } = row;
+            return writeChange(q, decodeRow(stored), decide, change, version);
+          }),
+        );
+        if (optimistic !== undefined) return optimistic;
+      }
       return await pgCall('updating a record', () =>
         this.#db.transaction(async (q): Promise<UpdateOutcome> => {
           const before = await selectRecord(q, requestId, 'FOR UPDATE');
           if (before === undefined) throw new MasterRunnerError('not_found', 'no record with that request id', { requestId });
-          let after: RequestRecord;
-          try {
-            after = decide(before);
-          } catch (error) {
-            throw new CallerError(error);
-          }
-          if (after === before) return { before, after, changed: false };
-          if (after.request_id !== before.request_id || after.jid !== before.jid || after.minion_id !== before.minion_id) {
-            throw new MasterRunnerError('internal', 'an update tried to change the identity of a record', { requestId });
-          }
-          const [, , , state, blocking, record] = rowValues(after);
-          // Validated here, numbered by the database (appendEntry): the seq given is a placeholder.
-          const entry = changeHistoryEntry(1, before, after, change);
-          try {
-            await q(`UPDATE ${REQUESTS} SET state = $2, blocking = $3, record = $4::jsonb, written_at = now() WHERE request_id = $1`, [
-              requestId,
-              state,
-              blocking,
-              record,
-            ]);
-          } catch (error) {
-            if (isOneBlockingViolation(error)) throw new CallerError(new Blocked(before.minion_id));
-            throw error;
-          }
-          await appendEntry(q, requestId, entry);
-          return { before, after, changed: true };
+          const outcome = await writeChange(q, before, decide, change, undefined);
+          if (outcome === undefined) throw new MasterRunnerError('internal', 'a locked record changed under its lock', { requestId });
+          return outcome;
         }),
       );
     } catch (error) {

@@ -96,6 +96,7 @@ export function wrapStore(store: RecordStore, overrides: Partial<RecordStore>): 
     list: (filter, page) => store.list(filter, page),
     countUnresolved: () => store.countUnresolved(),
     scan: (filter, options) => store.scan(filter, options),
+    blockersOf: (minionId) => store.blockersOf(minionId),
     withTarget: (minionId, work) => store.withTarget(minionId, work),
     updateRequest: (id, decide, change) => store.updateRequest(id, decide, change),
     history: (id) => store.history(id),

@@ -75,6 +75,7 @@ export function announcingStore(store: RecordStore, feed: ChangePublisher): Reco
     list: (filter, page) => store.list(filter, page),
     countUnresolved: () => store.countUnresolved(),
     scan: (filter, options) => store.scan(filter, options),
+    blockersOf: (minionId) => store.blockersOf(minionId),
     async withTarget(minionId, work) {
       const created: RequestRecord[] = [];
       const result = await store.withTarget(minionId, (unit) => {
