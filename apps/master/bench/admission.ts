@@ -216,7 +216,7 @@ async function main(): Promise<void> {
     }
     const rows = DESIGNS.flatMap((design) => rowsFor(design, samples[design], floors));
     for (const r of rows) console.log(`${r.label}: ${r.value.median.toFixed(1)} ${r.unit} (floor ${r.floor?.median.toFixed(1) ?? '-'})`);
-    writeResult('admission', {
+    writeResult({
       schema: 1,
       id: 'admission',
       item: 4,
@@ -242,7 +242,7 @@ async function main(): Promise<void> {
 try {
   await main();
 } catch (error) {
-  writeResult('admission', {
+  writeResult({
     schema: 1,
     id: 'admission',
     item: 4,

@@ -237,7 +237,7 @@ async function main(): Promise<void> {
       `The stand-in answers every status call after ${CALL_DELAY_MS} ms and runs the calls of one exchange one after another (as salt-api does), so ${CONCURRENCY} calls in flight bound a sweep of N to about N / ${CONCURRENCY} × ${CALL_DELAY_MS} ms: the floor's wall time.`,
       'CPU per poll is this process only (user + system); the PostgreSQL server and the stand-in run in their own processes and are not counted.',
     );
-    writeResult('poll-sweep', {
+    writeResult({
       schema: 1,
       id: 'poll-sweep',
       item: 5,
@@ -268,7 +268,7 @@ try {
   await main();
 } catch (error) {
   // A broken run still leaves a result saying so; its message may carry paths, so only the kind goes in.
-  writeResult('poll-sweep', {
+  writeResult({
     schema: 1,
     id: 'poll-sweep',
     item: 5,
