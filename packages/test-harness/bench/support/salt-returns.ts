@@ -1,3 +1,5 @@
+import { followJobReturns } from '../../tests/e2e/support/salt-job-returns.js';
+
 /*
  * The bench's ear on the salt-master's event bus (salt-api `GET /events`):
  * for each job return, the master's own `_stamp` and whether it succeeded.
@@ -20,15 +22,7 @@ export interface SaltReturns {
   stop(): void;
 }
 
-/** `_stamp` is UTC without a zone and with microseconds: keep milliseconds, read as UTC. */
-function stampMs(stamp: unknown): number | undefined {
-  if (typeof stamp !== 'string') return undefined;
-  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{1,3})?\d*$/.exec(stamp);
-  if (match === null) return undefined;
-  return Date.parse(`${match[1] ?? ''}${match[2] ?? ''}Z`);
-}
-
-function readReturn(data: Record<string, unknown>, atMs: number): JobReturn {
+function readReturn(data: Readonly<Record<string, unknown>>, atMs: number): JobReturn {
   const ret = data['return'];
   const status = data['fun'] === 'oduflow_job.run' && typeof ret === 'object' && ret !== null ? (ret as Record<string, unknown>)['status'] : undefined;
   return {
@@ -40,39 +34,13 @@ function readReturn(data: Record<string, unknown>, atMs: number): JobReturn {
 }
 
 export async function followSaltReturns(saltApiUrl: string, token: string): Promise<SaltReturns> {
-  const controller = new AbortController();
   const returns = new Map<string, JobReturn>();
   const waiters = new Map<string, (r: JobReturn) => void>();
-  const response = await fetch(`${saltApiUrl}/events`, { headers: { 'X-Auth-Token': token, accept: 'text/event-stream' }, signal: controller.signal });
-  if (!response.ok || response.body === null) throw new Error('salt-api /events did not answer 200');
-  const body = response.body as unknown as AsyncIterable<Uint8Array>;
-  const decoder = new TextDecoder();
-  void (async () => {
-    let buffer = '';
-    try {
-      for await (const chunk of body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end = buffer.indexOf('\n\n');
-        while (end !== -1) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          end = buffer.indexOf('\n\n');
-          const dataLine = frame.split('\n').find((l) => l.startsWith('data: '));
-          if (dataLine === undefined) continue;
-          const event = JSON.parse(dataLine.slice('data: '.length)) as { tag?: unknown; data?: Record<string, unknown> };
-          if (typeof event.tag !== 'string' || !/^salt\/job\/\d{20}\/ret\//.test(event.tag) || event.data === undefined) continue;
-          const jid = event.data['jid'];
-          const at = stampMs(event.data['_stamp']);
-          if (typeof jid !== 'string' || at === undefined) continue;
-          const got = readReturn(event.data, at);
-          returns.set(jid, got);
-          waiters.get(jid)?.(got);
-        }
-      }
-    } catch {
-      // aborted by stop(), or salt-api went away: waits time out
-    }
-  })();
+  const stop = await followJobReturns(saltApiUrl, token, (jid, atMs, data) => {
+    const got = readReturn(data, atMs);
+    returns.set(jid, got);
+    waiters.get(jid)?.(got);
+  });
   return {
     waitFor: (jid, timeoutMs) =>
       new Promise((resolve, reject) => {
@@ -88,6 +56,6 @@ export async function followSaltReturns(saltApiUrl: string, token: string): Prom
           resolve(r);
         });
       }),
-    stop: () => controller.abort(),
+    stop,
   };
 }
