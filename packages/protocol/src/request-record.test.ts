@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { RECORD_REASON_CODES } from './record-vocabulary.js';
 import { POLLABLE_STATES, REQUEST_STATES, RequestRecordSchema, createRequestRecord, isPollable, type ProtocolRequestRecord, type RequestRecord } from './request-record.js';
+import { BASE_RECORD, T0 } from '../tests/support.js';
 
-const T0 = '2026-11-29T10:00:00.000Z';
 
-const base = createRequestRecord({
-  request_id: '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f',
-  minion_id: 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b',
-  profile: 'configure',
-  state_digest: '',
-  jid: '20261129100000000000',
-  at: T0,
-});
+const base = BASE_RECORD;
 
 /** The first path zod names for `value`, or 'ok'. */
 function problemOf(value: unknown): string {

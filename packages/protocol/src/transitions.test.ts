@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import type { StatusAnswer } from './answers.js';
 import { ProtocolError } from './errors.js';
 import {
-  createRequestRecord,
   isBlocking,
   isPollable,
   isTerminal,
@@ -15,20 +14,10 @@ import {
 } from './request-record.js';
 import { POLL_FAILURES } from './record-vocabulary.js';
 import { REQUEST_EVENTS, applyEvent, capabilityFailed, transitionCell, type RequestEvent } from './transitions.js';
-import { codeOf } from '../tests/support.js';
+import { BASE_RECORD, T0, T1, T2, codeOf } from '../tests/support.js';
 
-const T0 = '2026-11-29T10:00:00.000Z';
-const T1 = '2026-11-29T10:00:01.000Z';
-const T2 = '2026-11-29T10:00:02.000Z';
 
-const base = createRequestRecord({
-  request_id: '6f1c2b8e-4d3a-4b5c-9e7f-0a1b2c3d4e5f',
-  minion_id: 'client-0b7e4c8a-1f2d-4e3c-8a9b-5c6d7e8f9a0b',
-  profile: 'configure',
-  state_digest: '',
-  jid: '20261129100000000000',
-  at: T0,
-});
+const base = BASE_RECORD;
 
 function answer(status: StatusAnswer['status'], passed = 0, total = 0): StatusAnswer {
   return {
